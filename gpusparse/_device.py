@@ -1,0 +1,307 @@
+"""Devices: where arrays live and which kernels run on them.
+
+A :class:`Device` is ``"cpu"`` or ``"cuda:N"``. Arrays on the CPU are NumPy
+arrays and run the Numba primitives; arrays on a CUDA device are CuPy arrays
+and run the CUDA primitives. Operations run where their operands live
+(:func:`device_of`); the *default* device only decides where creation
+functions (``zeros``, ``random``, ``asarray`` of Python lists, ...) put new
+arrays.
+
+CuPy is imported lazily and every failure to import it or to find a GPU is
+caught and recorded, so ``import gpusparse`` works with no CuPy, with CuPy but
+no GPU, and with a broken CUDA installation. :func:`cuda_status` says why CUDA
+is unavailable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+import functools
+import os
+import sys
+import types
+
+import numpy as np
+
+__all__ = [
+    "Device",
+    "as_device",
+    "cuda_status",
+    "default_device",
+    "device",
+    "device_of",
+    "device_scope",
+    "kernels_for",
+    "xp_for",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class Device:
+    """A place where arrays live: the host CPU or one CUDA device.
+
+    Parameters
+    ----------
+    kind : {"cpu", "cuda"}
+        The kind of device.
+    index : int
+        The CUDA device ordinal; always 0 for the CPU.
+
+    Examples
+    --------
+    >>> Device.parse("cuda:1")
+    Device('cuda:1')
+    >>> str(Device.parse("cpu"))
+    'cpu'
+    """
+
+    kind: str
+    index: int = 0
+
+    @classmethod
+    def parse(cls, spec: "str | Device") -> "Device":
+        """Parse ``"cpu"``, ``"cuda"`` or ``"cuda:N"`` (or return a Device)."""
+        if isinstance(spec, Device):
+            return spec
+        if not isinstance(spec, str):
+            raise TypeError(
+                f"device must be a str such as 'cpu', 'cuda' or 'cuda:1', or a Device; "
+                f"got {type(spec).__name__}"
+            )
+        text = spec.strip().lower()
+        if text == "cpu":
+            return cls("cpu", 0)
+        if text == "cuda" or text == "gpu":
+            return cls("cuda", 0)
+        if text.startswith("cuda:"):
+            ordinal = text[len("cuda:"):]
+            if ordinal.isdigit():
+                return cls("cuda", int(ordinal))
+        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N'; got {spec!r}")
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.kind == "cuda"
+
+    def __str__(self) -> str:
+        return "cpu" if self.kind == "cpu" else f"cuda:{self.index}"
+
+    def __repr__(self) -> str:
+        return f"Device('{self}')"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            try:
+                other = Device.parse(other)
+            except (TypeError, ValueError):
+                return False
+        if not isinstance(other, Device):
+            return NotImplemented
+        return (self.kind, self.index) == (other.kind, other.index)
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.index))
+
+
+CPU = Device("cpu", 0)
+
+
+# --------------------------------------------------------------------------
+# CUDA availability, detected once and lazily
+# --------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class CudaStatus:
+    """What :func:`cuda_status` found: the device count and, if 0, why."""
+
+    device_count: int
+    reason: "str | None"
+    cupy_version: "str | None"
+
+
+@functools.cache
+def cuda_status() -> CudaStatus:
+    """Detect CUDA once: how many devices CuPy can use, or why none.
+
+    Never raises: a missing CuPy, a missing driver and a broken CUDA
+    installation all give ``device_count == 0`` with the reason.
+    """
+    try:
+        import cupy
+    except Exception as exc:  # ImportError, OSError from a broken CUDA install, ...
+        return CudaStatus(0, f"CuPy is not importable ({type(exc).__name__}: {exc})", None)
+    version = getattr(cupy, "__version__", None)
+    try:
+        count = int(cupy.cuda.runtime.getDeviceCount())
+    except Exception as exc:  # CUDARuntimeError: no driver, insufficient driver, ...
+        return CudaStatus(0, f"CuPy found no usable CUDA device ({type(exc).__name__}: {exc})", version)
+    if count == 0:
+        return CudaStatus(0, "CuPy reports zero CUDA devices", version)
+    return CudaStatus(count, None, version)
+
+
+def _require_cuda(dev: Device) -> None:
+    status = cuda_status()
+    if status.device_count == 0:
+        raise RuntimeError(f"device {dev} is not available: {status.reason}")
+    if dev.index >= status.device_count:
+        raise ValueError(
+            f"device {dev} does not exist: {status.device_count} CUDA device(s) found"
+        )
+
+
+# --------------------------------------------------------------------------
+# The default device for creation functions
+# --------------------------------------------------------------------------
+
+_scoped_default: contextvars.ContextVar["Device | None"] = contextvars.ContextVar(
+    "gpusparse_default_device", default=None
+)
+
+
+def default_device() -> Device:
+    """The device that creation functions use when none is given.
+
+    In order: the innermost ``with gpusparse.device(...)`` block, the
+    ``GPUSPARSE_DEVICE`` environment variable, the first CUDA device when CuPy
+    sees one, else the CPU.
+    """
+    scoped = _scoped_default.get()
+    if scoped is not None:
+        return scoped
+    env = os.environ.get("GPUSPARSE_DEVICE", "").strip()
+    if env and env.lower() != "auto":
+        try:
+            return Device.parse(env)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"GPUSPARSE_DEVICE: {exc}") from None
+    return Device("cuda", 0) if cuda_status().device_count > 0 else CPU
+
+
+@contextlib.contextmanager
+def device(spec: "str | Device"):
+    """Make ``spec`` the default device for creation inside a ``with`` block.
+
+    Operations on existing arrays still run where those arrays live.
+
+    Examples
+    --------
+    >>> import gpusparse as gs
+    >>> with gs.device("cpu"):
+    ...     x = gs.zeros((3, 4))
+    >>> str(x.device)
+    'cpu'
+    """
+    dev = as_device(spec)
+    token = _scoped_default.set(dev)
+    try:
+        yield dev
+    finally:
+        _scoped_default.reset(token)
+
+
+def as_device(spec: "str | Device | None") -> Device:
+    """Resolve ``None`` to the default device and check that a device exists."""
+    if spec is None:
+        return default_device()
+    dev = Device.parse(spec)
+    if dev.is_cuda:
+        _require_cuda(dev)
+    return dev
+
+
+# --------------------------------------------------------------------------
+# Which device an array lives on
+# --------------------------------------------------------------------------
+
+def is_cupy_array(obj) -> bool:
+    """True if ``obj`` is a ``cupy.ndarray``; never imports CuPy."""
+    cupy = sys.modules.get("cupy")
+    return cupy is not None and isinstance(obj, cupy.ndarray)
+
+
+def array_device(arr) -> Device:
+    """The device of one NumPy or CuPy array."""
+    if isinstance(arr, np.ndarray):
+        return CPU
+    if is_cupy_array(arr):
+        return Device("cuda", int(arr.device.id))
+    raise TypeError(f"expected a numpy or cupy array, got {type(arr).__name__}")
+
+
+def device_of(*operands, what: "tuple[str, ...] | None" = None) -> Device:
+    """The one device all ``operands`` live on.
+
+    Operands are NumPy/CuPy arrays or objects with a ``device`` attribute that
+    is a :class:`Device` (gpusparse containers). ``None`` and scalars are
+    ignored. Raises ``ValueError`` naming both devices when they differ: data
+    never moves between devices behind the user's back.
+    """
+    found: "Device | None" = None
+    found_name = None
+    for i, op in enumerate(operands):
+        if op is None:
+            continue
+        if isinstance(op, np.ndarray) or is_cupy_array(op):
+            dev = array_device(op)
+        elif isinstance(getattr(op, "device", None), Device):
+            dev = op.device
+        else:
+            continue
+        name = what[i] if what else f"operand {i}"
+        if found is None:
+            found, found_name = dev, name
+        elif dev != found:
+            raise ValueError(
+                f"operands are on different devices: {found_name} is on {found} and "
+                f"{name} is on {dev}; move one explicitly with .to(device)"
+            )
+    return found if found is not None else default_device()
+
+
+# --------------------------------------------------------------------------
+# Array module and kernels per device
+# --------------------------------------------------------------------------
+
+def xp_for(dev: Device) -> types.ModuleType:
+    """The array module for ``dev``: ``numpy`` or ``cupy``."""
+    if dev.is_cuda:
+        import cupy
+        return cupy
+    return np
+
+
+def kernels_for(dev: Device):
+    """The primitive implementation for ``dev`` (see ``gpusparse._kernels``)."""
+    if dev.is_cuda:
+        from gpusparse._kernels import cuda
+        return cuda
+    from gpusparse._kernels import cpu
+    return cpu
+
+
+def device_scope(dev: Device):
+    """A context that makes ``dev`` current for allocations and launches."""
+    if dev.is_cuda:
+        import cupy
+        return cupy.cuda.Device(dev.index)
+    return contextlib.nullcontext()
+
+
+def to_device_array(arr, dev: Device):
+    """Copy (only if needed) a NumPy/CuPy array onto ``dev``."""
+    src = array_device(arr)
+    if src == dev:
+        return arr
+    if dev.is_cuda:
+        import cupy
+        with cupy.cuda.Device(dev.index):
+            return cupy.asarray(arr)
+    return arr.get()
+
+
+def to_host(arr) -> np.ndarray:
+    """A NumPy copy of a (small) NumPy or CuPy array; synchronises for CuPy."""
+    return arr.get() if is_cupy_array(arr) else np.asarray(arr)

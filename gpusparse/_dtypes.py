@@ -1,0 +1,62 @@
+"""Value and index dtypes gpusparse supports, and the checks for them."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+__all__ = [
+    "VALUE_DTYPES",
+    "check_value_dtype",
+    "index_dtype_for",
+    "normalize_fill_value",
+]
+
+#: Value dtypes every primitive supports on every device.
+VALUE_DTYPES = tuple(
+    np.dtype(t)
+    for t in (
+        np.bool_,
+        np.int8, np.int16, np.int32, np.int64,
+        np.uint8, np.uint16, np.uint32, np.uint64,
+        np.float32, np.float64,
+        np.complex64, np.complex128,
+    )
+)
+
+_INT32_MAX = np.iinfo(np.int32).max
+
+
+def check_value_dtype(dtype, argument: str = "data") -> np.dtype:
+    """Return ``dtype`` as a NumPy dtype or raise ``TypeError`` naming ``argument``."""
+    dt = np.dtype(dtype)
+    if dt not in VALUE_DTYPES:
+        names = ", ".join(d.name for d in VALUE_DTYPES)
+        raise TypeError(f"{argument} has unsupported dtype {dt.name}; supported: {names}")
+    return dt
+
+
+def index_dtype_for(*sizes: int) -> np.dtype:
+    """int32 when every size (dimensions, nnz) fits in it, else int64."""
+    return np.dtype(np.int32) if max(sizes, default=0) <= _INT32_MAX else np.dtype(np.int64)
+
+
+def normalize_fill_value(fill_value, dtype: np.dtype):
+    """``fill_value`` as a NumPy scalar of ``dtype``; ``TypeError`` if it does not fit."""
+    if fill_value is None:
+        return dtype.type(0)
+    value = np.asarray(fill_value)
+    if value.ndim != 0:
+        raise ValueError(f"fill_value must be a scalar, got an array of shape {value.shape}")
+    scalar = value.item()
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cast = dtype.type(scalar)
+    except (ValueError, OverflowError, TypeError):
+        cast = None
+    same = cast is not None and (cast == scalar or (cast != cast and scalar != scalar))
+    if not same:
+        raise TypeError(f"fill_value {fill_value!r} cannot be represented as {dtype.name}")
+    return cast

@@ -1,0 +1,1 @@
+"""Operations, written once for every device on top of ``gpusparse._kernels``."""

@@ -1,0 +1,152 @@
+"""Validation of user input: every error names the argument at fault."""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from gpusparse._components import place_components
+from gpusparse._device import to_host, xp_for
+from gpusparse._dtypes import check_value_dtype, index_dtype_for, normalize_fill_value
+
+__all__ = ["check_shape", "compressed_components", "coo_components"]
+
+
+def check_shape(shape, argument: str = "shape") -> tuple:
+    """``shape`` as a tuple of non-negative Python ints, or ``TypeError``/``ValueError``."""
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        dims = tuple(operator.index(s) for s in shape)
+    except TypeError:
+        raise TypeError(f"{argument} must be a sequence of integers, got {shape!r}") from None
+    if any(d < 0 for d in dims):
+        raise ValueError(f"{argument} must not have negative dimensions, got {dims}")
+    return dims
+
+
+def _integer_index_array(arr, argument: str, xp):
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{argument} must have an integer dtype, got {arr.dtype.name}")
+    return arr
+
+
+def _value_array(data, xp):
+    check_value_dtype(data.dtype, "data")
+    return xp.ascontiguousarray(data)
+
+
+def _extremes(arr, xp):
+    """(min, max) of each row of a 2-D integer array, read back in one transfer."""
+    both = xp.stack([arr.min(axis=1), arr.max(axis=1)])
+    return to_host(both)  # sync: bounds check
+
+
+def coo_components(coords, data, shape, fill_value, device, check):
+    """Validate COO input; returns ``(coords, data, shape, fill_value, device)``."""
+    arrays, dev = place_components({"coords": coords, "data": data}, device)
+    coords, data = arrays["coords"], arrays["data"]
+    xp = xp_for(dev)
+    if coords.ndim == 1:
+        coords = coords.reshape(1, -1)
+    if coords.ndim != 2:
+        raise ValueError(f"coords must have shape (sparse_dim, nnz), got {coords.ndim}-d input of shape {coords.shape}")
+    _integer_index_array(coords, "coords", xp)
+    nnz = coords.shape[1]
+    if data.ndim == 0:
+        data = xp.broadcast_to(data, (nnz,))
+    if data.shape[0] != nnz:
+        raise ValueError(
+            f"coords and data disagree on the number of entries: coords has {nnz} "
+            f"(shape {coords.shape}), data has {data.shape[0]} (shape {data.shape})"
+        )
+    data = _value_array(data, xp)
+    coords = xp.ascontiguousarray(coords, dtype=np.int64)
+    sparse_dim, dense_shape = coords.shape[0], tuple(data.shape[1:])
+    if coords.shape[0] == 0 and nnz > 1:
+        raise ValueError("coords with 0 sparse dimensions can hold at most one entry")
+    if shape is not None:
+        shape = check_shape(shape)
+        if len(shape) != sparse_dim + len(dense_shape):
+            raise ValueError(
+                f"shape {shape} has {len(shape)} dimensions but coords has {sparse_dim} sparse "
+                f"and data {len(dense_shape)} dense ones"
+            )
+        if shape[sparse_dim:] != dense_shape:
+            raise ValueError(
+                f"shape {shape} ends in {shape[sparse_dim:]} but data's dense dimensions are {dense_shape}"
+            )
+    if check or shape is None:
+        lo, hi = _extremes(coords, xp) if nnz else (np.zeros(sparse_dim, np.int64), np.full(sparse_dim, -1))
+        if nnz and (lo < 0).any():
+            dim = int(np.argmax(lo < 0))
+            raise ValueError(f"coords must be non-negative; dimension {dim} has {int(lo[dim])}")
+        if shape is None:
+            shape = tuple(int(h) + 1 for h in hi) + dense_shape
+        else:
+            too_small = [k for k in range(sparse_dim) if hi[k] >= shape[k]]
+            if too_small:
+                k = too_small[0]
+                raise ValueError(
+                    f"coords out of bounds for shape {shape}: dimension {k} has coordinate "
+                    f"{int(hi[k])} >= {shape[k]}"
+                )
+    fill = normalize_fill_value(fill_value, data.dtype)
+    return coords, data, shape, fill, dev
+
+
+def compressed_components(indptr, indices, data, shape, fill_value, device, check, major_axis):
+    """Validate CSR/CSC input; returns ``(indptr, indices, data, shape, fill_value, device)``."""
+    arrays, dev = place_components({"indptr": indptr, "indices": indices, "data": data}, device)
+    indptr, indices, data = arrays["indptr"], arrays["indices"], arrays["data"]
+    xp = xp_for(dev)
+    if shape is None:
+        raise TypeError("shape is required for compressed formats")
+    shape = check_shape(shape)
+    if indptr.ndim != 1:
+        raise ValueError(f"indptr must be 1-d, got shape {indptr.shape}")
+    if indices.ndim != 1:
+        raise ValueError(f"indices must be 1-d, got shape {indices.shape}")
+    _integer_index_array(indptr, "indptr", xp)
+    _integer_index_array(indices, "indices", xp)
+    nnz = indices.shape[0]
+    if data.ndim == 0:
+        data = xp.broadcast_to(data, (nnz,))
+    if data.shape[0] != nnz:
+        raise ValueError(f"indices has {nnz} entries but data has {data.shape[0]}")
+    data = _value_array(data, xp)
+    if len(shape) < 2 or tuple(shape[2:]) != tuple(data.shape[1:]):
+        raise ValueError(
+            f"shape must be (n_rows, n_cols, *dense_shape) with dense_shape {tuple(data.shape[1:])} "
+            f"from data; got {shape}"
+        )
+    n_major, n_minor = shape[major_axis], shape[1 - major_axis]
+    if indptr.shape[0] != n_major + 1:
+        axis_name = "rows" if major_axis == 0 else "columns"
+        raise ValueError(
+            f"indptr must have {n_major + 1} entries (number of {axis_name} + 1), got {indptr.shape[0]}"
+        )
+    wanted = index_dtype_for(n_major, n_minor, nnz)
+    index_dtype = indices.dtype if indices.dtype in (np.int32, np.int64) else wanted
+    if np.iinfo(index_dtype).max < max(n_major, n_minor, nnz):
+        index_dtype = np.dtype(np.int64)
+    if check:
+        first_last = xp.stack([indptr[0], indptr[-1]]).astype(np.int64)
+        steps_ok = xp.all(indptr[1:] >= indptr[:-1]) if n_major else xp.asarray(True)
+        bounds = (xp.stack([indices.min(), indices.max()]).astype(np.int64)
+                  if nnz else xp.asarray([0, -1], dtype=np.int64))
+        report = xp.concatenate([first_last, bounds, steps_ok.astype(np.int64).reshape(1)])
+        first, last, lo, hi, monotone = (int(v) for v in to_host(report))  # sync: validation
+        if first != 0 or last != nnz:
+            raise ValueError(f"indptr must start at 0 and end at nnz={nnz}; got {first} ... {last}")
+        if not monotone:
+            raise ValueError("indptr must be non-decreasing")
+        if nnz and (lo < 0 or hi >= n_minor):
+            bad = lo if lo < 0 else hi
+            raise ValueError(f"indices out of range [0, {n_minor}): found {bad}")
+    indptr = xp.ascontiguousarray(indptr, dtype=index_dtype)
+    indices = xp.ascontiguousarray(indices, dtype=index_dtype)
+    fill = normalize_fill_value(fill_value, data.dtype)
+    return indptr, indices, data, shape, fill, dev
+

@@ -1,0 +1,164 @@
+"""Canonical order: coalesce (sort + sum duplicates) and reorder (sort only).
+
+Coordinates are sorted through linear int64 keys. Where the product of the
+sparse dimensions does not fit in 63 bits, the dimensions are split into
+groups whose products do, and the groups are sorted least significant first
+with a stable sort (a lexicographic radix sort) -- never a silent overflow.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from gpusparse._device import device_scope, kernels_for, to_host, xp_for
+
+__all__ = ["coalesce", "make_compressed_canonical", "reorder", "sum_segments"]
+
+_KEY_LIMIT = 2**63  # linear keys must stay below this
+
+
+def key_groups(shape) -> "list[tuple[int, int]]":
+    """Split ``range(len(shape))`` into consecutive ``(start, stop)`` groups whose sizes multiply below 2**63."""
+    groups, start, size = [], 0, 1
+    for k, dim in enumerate(shape):
+        if k > start and size * max(dim, 1) > _KEY_LIMIT:
+            groups.append((start, k))
+            start, size = k, 1
+        size *= max(dim, 1)
+    groups.append((start, len(shape)))
+    return groups
+
+
+def c_strides(shape) -> tuple:
+    """C-order element strides of ``shape`` as Python ints."""
+    strides, step = [], 1
+    for dim in reversed(shape):
+        strides.append(step)
+        step *= dim
+    return tuple(reversed(strides))
+
+
+def key_bits(shape) -> int:
+    """Bits needed by linear keys of ``shape``."""
+    return max(math.prod(shape) - 1, 0).bit_length()
+
+
+def sorted_keys(coords, shape, k, xp):
+    """Row-major sort keys of ``coords`` (``(d, n)`` in ``shape``).
+
+    Returns ``(keys, perm, state)``: ``keys`` in sorted order, ``(n,)`` for
+    one key group and ``(g, n)`` for several; ``perm`` the stable sorting
+    permutation, or None if the input was already sorted; ``state`` 2 if the
+    input was strictly increasing, 1 if sorted with repeats, 0 if it was
+    sorted here. Synchronises once to test the order.
+    """
+    groups = key_groups(shape)
+    rows = [k.linearize(coords[a:b], c_strides(shape[a:b])) for a, b in groups]
+    keys = rows[0] if len(rows) == 1 else xp.stack(rows)
+    state = int(to_host(k.sortedness(keys)))  # sync: skip the sort when already sorted
+    if state:
+        return keys, None, state
+    perm = None
+    for (a, b), row in zip(reversed(groups), reversed(rows)):
+        current = row if perm is None else xp.take(row, perm)
+        _, step = k.sort_pairs(current, None, key_bits(shape[a:b]))
+        perm = step if perm is None else xp.take(perm, step)
+    if len(rows) == 1:
+        keys = xp.take(rows[0], perm)
+    else:
+        keys = xp.stack([xp.take(row, perm) for row in rows])
+    return keys, perm, 0
+
+
+def sum_segments(data, starts, perm, k):
+    """Sum ``data[perm]`` (``(n, *dense)``) over the segments ``starts`` delimits.
+
+    bool values are OR-ed (the sum of booleans is True when any is) and
+    complex values are summed as pairs of reals, so the primitives need no
+    complex or bool arithmetic.
+    """
+    n, dense = data.shape[0], data.shape[1:]
+    values = data.reshape(n, math.prod(dense))
+    if values.dtype == np.bool_:
+        out = k.segment_reduce(values.view(np.uint8), starts, "max", perm).view(np.bool_)
+    elif values.dtype.kind == "c":
+        real = np.float32 if values.dtype == np.complex64 else np.float64
+        out = k.segment_reduce(values.view(real), starts, "sum", perm).view(values.dtype)
+    else:
+        out = k.segment_reduce(values, starts, "sum", perm)
+    return out.reshape((starts.shape[0] - 1,) + dense)
+
+
+def coalesce(x):
+    """Sort ``x``'s coordinates row-major and sum duplicates; ``x`` itself if already coalesced.
+
+    May synchronise the device to learn the number of unique coordinates.
+    """
+    from gpusparse.containers import COO
+    if x.is_coalesced():
+        return x
+    sparse_shape = x.shape[: x.sparse_dim]
+    if x.nnz <= 1 or x.sparse_dim == 0 and x.nnz == 0:
+        return _flagged(x, unique=True)
+    dev = x.device
+    k, xp = kernels_for(dev), xp_for(dev)
+    with device_scope(dev):
+        keys, perm, state = sorted_keys(x.coords, sparse_shape, k, xp)
+        if state == 2:
+            return _flagged(x, unique=True)
+        ids = k.segment_ids(keys)
+        n_unique = int(to_host(ids[-1:])[0]) + 1  # sync: size of the output
+        starts = k.segment_starts(ids, n_unique)
+        firsts = starts[:-1]
+        if keys.ndim == 1:
+            coords = k.delinearize(xp.take(keys, firsts), sparse_shape)
+        else:
+            source = firsts if perm is None else xp.take(perm, firsts)
+            coords = xp.take(x.coords, source, axis=1)
+        data = sum_segments(x.data, starts, perm, k)
+    return COO._from_parts(coords, data, x.shape, x.fill_value, dev, sorted=True, unique=True)
+
+
+def reorder(x):
+    """Stable row-major sort of ``x``'s entries without summing duplicates (TF's ``sparse.reorder``)."""
+    from gpusparse.containers import COO
+    if x.sorted or x.nnz <= 1:
+        return _flagged(x, unique=x.unique or x.nnz <= 1)
+    dev = x.device
+    k, xp = kernels_for(dev), xp_for(dev)
+    with device_scope(dev):
+        _, perm, state = sorted_keys(x.coords, x.shape[: x.sparse_dim], k, xp)
+        if perm is None:
+            return _flagged(x, unique=x.unique or state == 2)
+        coords = xp.take(x.coords, perm, axis=1)
+        data = xp.take(x.data, perm, axis=0)
+    return COO._from_parts(coords, data, x.shape, x.fill_value, dev, sorted=True, unique=x.unique)
+
+
+def _flagged(x, *, unique):
+    """``x`` (same components) with the sorted flag set, and unique if known."""
+    from gpusparse.containers import COO
+    return COO._from_parts(x.coords, x.data, x.shape, x.fill_value, x.device,
+                           sorted=True, unique=unique)
+
+
+def make_compressed_canonical(x) -> None:
+    """Sort ``x``'s entries within each major slice and sum duplicates, in place.
+
+    Called once by the CSR/CSC constructors; a no-op when the components
+    are canonical already.
+    """
+    from gpusparse.ops.convert import compressed_to_coo, coo_to_compressed
+    if x.nnz <= 1:
+        return
+    dev = x.device
+    k, xp = kernels_for(dev), xp_for(dev)
+    with device_scope(dev):
+        majors = k.expand(x.indptr, x.nnz)
+        keys = xp.stack([majors, x.indices.astype(np.int64)])
+        if int(to_host(k.sortedness(keys))) == 2:  # sync: canonical already?
+            return
+    canonical = coo_to_compressed(compressed_to_coo(x, trusted=False), type(x), index_dtype=x.index_dtype)
+    x._set(canonical.indptr, canonical.indices, canonical.data, x.shape, x.fill_value, dev)

@@ -1,0 +1,166 @@
+"""Conversions between formats, dtypes, devices and to dense arrays."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from gpusparse._device import as_device, device_scope, kernels_for, to_device_array, xp_for
+from gpusparse._dtypes import check_value_dtype, index_dtype_for, normalize_fill_value
+from gpusparse.ops import canonical
+
+__all__ = [
+    "asformat",
+    "astype",
+    "compressed_to_coo",
+    "coo_to_compressed",
+    "copy",
+    "to_dense",
+    "to_device",
+]
+
+FORMATS = ("coo", "csr", "csc")
+
+
+def _format_class(name: str):
+    from gpusparse.containers import COO, CSC, CSR
+    classes = {"coo": COO, "csr": CSR, "csc": CSC}
+    if not isinstance(name, str) or name.lower() not in classes:
+        raise ValueError(f"format must be one of {FORMATS}, got {name!r}")
+    return classes[name.lower()]
+
+
+# --------------------------------------------------------------------------
+# Components in, components out
+# --------------------------------------------------------------------------
+
+def components(x) -> tuple:
+    """The component arrays of ``x`` in constructor order."""
+    if x.format == "coo":
+        return (x.coords, x.data)
+    return (x.indptr, x.indices, x.data)
+
+
+def rebuild(x, arrays: tuple, *, fill_value=None, device=None):
+    """A container like ``x`` (format, shape, flags) over other component arrays."""
+    fill = x.fill_value if fill_value is None else fill_value
+    dev = x.device if device is None else device
+    if x.format == "coo":
+        coords, data = arrays
+        return type(x)._from_parts(coords, data, x.shape, fill, dev, sorted=x.sorted, unique=x.unique)
+    indptr, indices, data = arrays
+    return type(x)._from_parts(indptr, indices, data, x.shape, fill, dev)
+
+
+# --------------------------------------------------------------------------
+# Dense output
+# --------------------------------------------------------------------------
+
+def to_dense(x, default_value=None):
+    """Dense array of ``x`` with every unstored element equal to ``default_value`` (or the fill)."""
+    coo = x if x.format == "coo" else compressed_to_coo(x)
+    coo = coo if coo.unique else canonical.coalesce(coo)
+    dtype = x.dtype
+    fill = x.fill_value if default_value is None else normalize_fill_value(default_value, dtype)
+    sparse_shape, dense_shape = x.shape[: x.sparse_dim], x.shape[x.sparse_dim:]
+    dev = x.device
+    k, xp = kernels_for(dev), xp_for(dev)
+    with device_scope(dev):
+        out = xp.full((math.prod(sparse_shape), math.prod(dense_shape)), fill, dtype=dtype)
+        if coo.nnz and out.size:
+            keys = k.linearize(coo.coords, canonical.c_strides(sparse_shape))
+            k.scatter_dense(keys, coo.data.reshape(coo.nnz, -1), out)
+        return out.reshape(x.shape)
+
+
+# --------------------------------------------------------------------------
+# Formats
+# --------------------------------------------------------------------------
+
+def compressed_to_coo(x, *, trusted=True):
+    """COO view of a CSR/CSC array (new coordinate array, shared data).
+
+    ``trusted=False`` is for components not yet made canonical: the result
+    then claims neither sorted nor unique coordinates.
+    """
+    from gpusparse.containers import COO
+    dev = x.device
+    k, xp = kernels_for(dev), xp_for(dev)
+    with device_scope(dev):
+        majors = k.expand(x.indptr, x.nnz)
+        minors = x.indices.astype(np.int64)
+        pair = (majors, minors) if x._major_axis == 0 else (minors, majors)
+        coords = xp.stack(pair)
+    is_csr = x._major_axis == 0
+    return COO._from_parts(coords, x.data, x.shape, x.fill_value, dev,
+                           sorted=trusted and is_csr, unique=trusted)
+
+
+def coo_to_compressed(coo, cls, index_dtype=None):
+    """CSR or CSC (``cls``) from a COO array with two sparse dimensions."""
+    from gpusparse.containers import COO
+    if coo.sparse_dim != 2:
+        raise ValueError(
+            f"{cls.format.upper()} needs exactly 2 sparse dimensions, this array has "
+            f"{coo.sparse_dim} (shape {coo.shape}); reshape it first"
+        )
+    major = cls._major_axis
+    shape = coo.shape
+    if major == 1:  # sort column-major: coalesce the transposed coordinates
+        swapped = (shape[1], shape[0]) + shape[2:]
+        coo = COO._from_parts(coo.coords[::-1].copy(), coo.data, swapped, coo.fill_value, coo.device,
+                              sorted=False, unique=coo.unique)
+    coo = canonical.coalesce(coo)
+    n_major, n_minor = shape[major], shape[1 - major]
+    if index_dtype is None:
+        index_dtype = index_dtype_for(n_major, n_minor, coo.nnz)
+    dev = coo.device
+    k = kernels_for(dev)
+    with device_scope(dev):
+        indptr = k.compress(coo.coords[0], n_major, index_dtype)
+        indices = coo.coords[1].astype(index_dtype)
+    return cls._from_parts(indptr, indices, coo.data, shape, coo.fill_value, dev)
+
+
+def asformat(x, format: str):
+    """``x`` in ``format``; ``x`` itself when it is in that format already."""
+    cls = _format_class(format)
+    if x.format == cls.format:
+        return x
+    coo = x if x.format == "coo" else compressed_to_coo(x)
+    if cls.format == "coo":
+        return coo
+    return coo_to_compressed(coo, cls)
+
+
+# --------------------------------------------------------------------------
+# dtype, device, copy
+# --------------------------------------------------------------------------
+
+def astype(x, dtype, copy: bool = True):
+    """``x`` with values and fill value cast to ``dtype`` (NumPy's unsafe casting)."""
+    dtype = check_value_dtype(dtype, "dtype")
+    if dtype == x.dtype and not copy:
+        return x
+    with device_scope(x.device):
+        arrays = components(x)
+        data = arrays[-1].astype(dtype, copy=True)
+        fill = np.asarray(x.fill_value).astype(dtype)[()]
+        index_arrays = tuple(a.copy() for a in arrays[:-1]) if copy else arrays[:-1]
+    return rebuild(x, index_arrays + (data,), fill_value=fill)
+
+
+def to_device(x, device):
+    """``x`` on ``device``; ``x`` itself when it is there already."""
+    dev = as_device(device)
+    if dev == x.device:
+        return x
+    arrays = tuple(to_device_array(a, dev) for a in components(x))
+    return rebuild(x, arrays, device=dev)
+
+
+def copy(x):
+    """Deep copy of ``x`` on its device."""
+    with device_scope(x.device):
+        return rebuild(x, tuple(a.copy() for a in components(x)))

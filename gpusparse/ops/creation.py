@@ -1,0 +1,258 @@
+"""Creating sparse arrays: from dense or foreign arrays, zeros, eye, random."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from gpusparse._components import place_components
+from gpusparse._device import as_device, device_scope, kernels_for, to_host, xp_for
+from gpusparse._dtypes import check_value_dtype, normalize_fill_value
+from gpusparse.ops import canonical, convert
+from gpusparse.ops._validate import check_shape
+
+__all__ = ["asarray", "empty_like", "eye", "fromdense", "random", "zeros", "zeros_like"]
+
+
+def _finish(coo, format, device):
+    """Convert a freshly made COO to the requested format (and device)."""
+    out = coo if format is None else convert.asformat(coo, format)
+    return out if device is None else convert.to_device(out, device)
+
+
+def fromdense(dense, *, fill_value=None, sparse_dim=None, format="coo", device=None):
+    """A sparse array holding the elements of ``dense`` that differ from ``fill_value``.
+
+    Parameters
+    ----------
+    dense : array_like
+        NumPy or CuPy array, any DLPack producer (torch, JAX), or nested lists.
+    fill_value : scalar, optional
+        Elements equal to it are not stored (default 0; NaN matches NaN).
+    sparse_dim : int, optional
+        Number of leading sparse dimensions (torch's ``to_sparse(sparse_dim)``);
+        the rest become dense dimensions, and a block is stored when any of
+        its elements differs from the fill value. Default: all dimensions.
+    format : {"coo", "csr", "csc"}
+    device : optional
+        Target device; by default where ``dense`` lives.
+
+    Examples
+    --------
+    >>> import numpy as np, gpusparse as gs
+    >>> x = gs.fromdense(np.array([[0, 1], [2, 0]]), device="cpu")
+    >>> x.coords, x.data
+    (array([[0, 1],
+           [1, 0]]), array([1, 2]))
+    """
+    from gpusparse.containers import COO
+    arrays, dev = place_components({"dense": dense}, device)
+    arr = arrays["dense"]
+    check_value_dtype(arr.dtype, "dense")
+    fill = normalize_fill_value(fill_value, arr.dtype)
+    ndim = arr.ndim
+    sparse_dim = ndim if sparse_dim is None else int(sparse_dim)
+    if not 0 <= sparse_dim <= ndim:
+        raise ValueError(f"sparse_dim must be in [0, {ndim}], got {sparse_dim}")
+    xp = xp_for(dev)
+    with device_scope(dev):
+        differs = xp.isnan(arr) != np.isnan(fill) if _is_nan(fill) else arr != fill
+        if arr.dtype.kind == "c" and _is_nan(fill):
+            differs = xp.ones(arr.shape, dtype=bool)
+        mask = differs.any(axis=tuple(range(sparse_dim, ndim))) if sparse_dim < ndim else differs
+        if sparse_dim == 0:
+            mask = xp.asarray(mask).reshape(())
+            coords = xp.zeros((0, int(to_host(mask))), dtype=np.int64)  # sync: 0 or 1 entry
+            data = arr.reshape((1,) + arr.shape)[: coords.shape[1]]
+        else:
+            where = xp.nonzero(mask)  # sync: the number of stored entries
+            coords = xp.stack(where).astype(np.int64) if where else xp.zeros((0, 0), np.int64)
+            data = xp.ascontiguousarray(arr[where])
+    coo = COO._from_parts(coords, data, arr.shape, fill, dev, sorted=True, unique=True)
+    return _finish(coo, format, None)
+
+
+def _is_nan(value) -> bool:
+    return isinstance(value, (float, complex, np.inexact)) and value != value
+
+
+def asarray(obj, *, format=None, device=None, copy=None, fill_value=None):
+    """Convert ``obj`` to a gpusparse array.
+
+    Parameters
+    ----------
+    obj
+        A gpusparse array; a sparse array of SciPy, CuPy (cupyx), torch,
+        pydata sparse or JAX (BCOO), recognised without importing those
+        libraries; or anything dense :func:`fromdense` accepts.
+    format : {"coo", "csr", "csc"}, optional
+        Output format; by default the input's (COO for dense input).
+    device : optional
+        Output device; by default the input's.
+    copy : bool, optional
+        True always copies; False raises ``ValueError`` where a copy cannot
+        be avoided (dense input, a format or device change, foreign arrays
+        with incompatible index dtypes); None copies only when needed.
+    fill_value : scalar, optional
+        For dense input, the value not stored (default 0).
+
+    Examples
+    --------
+    >>> import numpy as np, gpusparse as gs
+    >>> gs.asarray(np.eye(3), format="csr", device="cpu").indptr
+    array([0, 1, 2, 3], dtype=int32)
+    """
+    from gpusparse.containers import SparseArray
+    from gpusparse.ops import interop
+    if isinstance(obj, SparseArray):
+        out = obj if format is None else convert.asformat(obj, format)
+        out = out if device is None else convert.to_device(out, device)
+        if copy is False and out is not obj:
+            raise ValueError("copy=False but converting the format or device requires a copy")
+        return convert.copy(out) if copy and out is obj else out
+    foreign = interop.from_foreign(obj, copy=copy)
+    if foreign is not None:
+        return _finish(foreign, format, device)
+    if copy is False:
+        raise ValueError("copy=False but making a sparse array from dense input always copies")
+    return fromdense(obj, fill_value=fill_value, format=format or "coo", device=device)
+
+
+def zeros(shape, dtype=np.float64, format="coo", device=None, *, fill_value=None):
+    """An array of ``shape`` with no stored entries (every element is the fill value).
+
+    Examples
+    --------
+    >>> import gpusparse as gs
+    >>> x = gs.zeros((2, 3), device="cpu")
+    >>> x.nnz, x.todense().sum()
+    (0, 0.0)
+    """
+    from gpusparse.containers import COO
+    shape = check_shape(shape)
+    dtype = check_value_dtype(dtype, "dtype")
+    dev = as_device(device)
+    xp = xp_for(dev)
+    with device_scope(dev):
+        coords = xp.zeros((len(shape), 0), dtype=np.int64)
+        data = xp.zeros((0,), dtype=dtype)
+    coo = COO._from_parts(coords, data, shape, normalize_fill_value(fill_value, dtype), dev,
+                          sorted=True, unique=True)
+    return _finish(coo, format, None)
+
+
+def zeros_like(x, dtype=None, format=None, device=None):
+    """An array with the shape, fill value, format and device of ``x`` and nothing stored.
+
+    Hybrid arrays keep their sparse/dense split.
+    """
+    from gpusparse.containers import COO
+    dtype = x.dtype if dtype is None else check_value_dtype(dtype, "dtype")
+    dev = x.device if device is None else as_device(device)
+    xp = xp_for(dev)
+    with device_scope(dev):
+        coords = xp.zeros((x.sparse_dim, 0), dtype=np.int64)
+        data = xp.zeros((0,) + x.shape[x.sparse_dim:], dtype=dtype)
+    fill = np.asarray(x.fill_value).astype(dtype)[()]
+    coo = COO._from_parts(coords, data, x.shape, fill, dev, sorted=True, unique=True)
+    return _finish(coo, format or x.format, None)
+
+
+empty_like = zeros_like
+empty_like.__doc__ = zeros_like.__doc__
+
+
+def eye(N, M=None, k=0, dtype=np.float64, format="coo", device=None):
+    """A 2-D array with ones on the ``k``-th diagonal.
+
+    Examples
+    --------
+    >>> import gpusparse as gs
+    >>> gs.eye(3, k=1, device="cpu").todense()
+    array([[0., 1., 0.],
+           [0., 0., 1.],
+           [0., 0., 0.]])
+    """
+    from gpusparse.containers import COO
+    M = N if M is None else M
+    N, M = check_shape((N, M), "N, M")
+    dtype = check_value_dtype(dtype, "dtype")
+    k = int(k)
+    dev = as_device(device)
+    xp = xp_for(dev)
+    length = max(0, min(N - max(-k, 0), M - max(k, 0)))
+    with device_scope(dev):
+        diag = xp.arange(length, dtype=np.int64)
+        coords = xp.stack([diag + max(-k, 0), diag + max(k, 0)])
+        data = xp.ones(length, dtype=dtype)
+    coo = COO._from_parts(coords, data, (N, M), dtype.type(0), dev, sorted=True, unique=True)
+    return _finish(coo, format, None)
+
+
+def random(shape, density=0.01, dtype=np.float64, format="coo", device=None, *, seed=None,
+           fill_value=None):
+    """A random array with ``round(density * prod(shape))`` stored entries at distinct places.
+
+    The positions are a uniformly random subset; float values are uniform
+    in [0, 1), complex ones have uniform real and imaginary parts, integers
+    are uniform in [1, 100) and booleans are True. Runs on ``device``.
+
+    Examples
+    --------
+    >>> import gpusparse as gs
+    >>> x = gs.random((100, 100, 10), density=0.01, seed=0, device="cpu")
+    >>> x.nnz, x.is_coalesced()
+    (1000, True)
+    """
+    from gpusparse.containers import COO
+    shape = check_shape(shape)
+    dtype = check_value_dtype(dtype, "dtype")
+    if not 0 <= density <= 1:
+        raise ValueError(f"density must be in [0, 1], got {density}")
+    size = math.prod(shape)
+    if size >= 2**63:
+        raise ValueError(f"shape {shape} has too many elements ({size}) for random()")
+    nnz = int(round(density * size))
+    dev = as_device(device)
+    k, xp = kernels_for(dev), xp_for(dev)
+    with device_scope(dev):
+        rng = xp.random.default_rng(seed)
+        keys = _distinct_sorted_keys(size, nnz, rng, k, xp)
+        coords = k.delinearize(keys, shape)
+        data = _random_values(rng, nnz, dtype, xp)
+    coo = COO._from_parts(coords, data, shape, normalize_fill_value(fill_value, dtype), dev,
+                          sorted=True, unique=True)
+    return _finish(coo, format, None)
+
+
+def _distinct_sorted_keys(size, nnz, rng, k, xp):
+    """``nnz`` distinct keys drawn uniformly from ``range(size)``, sorted."""
+    bits = canonical.key_bits((size,))
+    if nnz == 0:
+        return xp.zeros(0, dtype=np.int64)
+    if nnz > size // 4:  # dense enough: keep a random subset of all positions
+        chosen = xp.argsort(rng.random(size))[:nnz]
+        return xp.sort(chosen).astype(np.int64)
+    keys = xp.zeros(0, dtype=np.int64)
+    while keys.shape[0] < nnz:  # draw with repeats, drop them, top up
+        draw = rng.integers(0, size, size=nnz + nnz // 8 + 16, dtype=np.int64)
+        merged, _ = k.sort_pairs(xp.concatenate([keys, draw]), None, bits)
+        ids = k.segment_ids(merged)
+        n_unique = int(to_host(ids[-1:])[0]) + 1  # sync: how many distinct so far
+        keys = xp.take(merged, k.segment_starts(ids, n_unique)[:-1])
+    if keys.shape[0] > nnz:  # a uniform subset of a uniform set is uniform
+        chosen = xp.sort(xp.argsort(rng.random(keys.shape[0]))[:nnz])
+        keys = xp.take(keys, chosen)
+    return keys
+
+
+def _random_values(rng, n, dtype, xp):
+    if dtype.kind == "b":
+        return xp.ones(n, dtype=dtype)
+    if dtype.kind in "iu":
+        return rng.integers(1, 100, size=n).astype(dtype)
+    if dtype.kind == "c":
+        real = rng.random(n) + 1j * rng.random(n)
+        return real.astype(dtype)
+    return rng.random(n).astype(dtype)
