@@ -17,7 +17,7 @@ def _version(module: str) -> str:
     loaded = sys.modules.get(module)
     if loaded is not None and hasattr(loaded, "__version__"):
         return str(loaded.__version__)
-    for dist in (module, f"cupy-cuda13x", f"cupy-cuda12x") if module == "cupy" else (module,):
+    for dist in (module, "cupy-cuda13x", "cupy-cuda12x") if module == "cupy" else (module,):
         try:
             return importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:

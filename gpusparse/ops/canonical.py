@@ -45,14 +45,17 @@ def key_bits(shape) -> int:
     return max(math.prod(shape) - 1, 0).bit_length()
 
 
-def sorted_keys(coords, shape, k, xp):
+def sorted_keys(coords, shape, k, xp, payload=None):
     """Row-major sort keys of ``coords`` (``(d, n)`` in ``shape``).
 
-    Returns ``(keys, perm, state)``: ``keys`` in sorted order, ``(n,)`` for
-    one key group and ``(g, n)`` for several; ``perm`` the stable sorting
-    permutation, or None if the input was already sorted; ``state`` 2 if the
-    input was strictly increasing, 1 if sorted with repeats, 0 if it was
-    sorted here. Synchronises once to test the order.
+    Returns ``(keys, moved, state)``: ``keys`` in sorted order, ``(n,)`` for
+    one key group and ``(g, n)`` for several; ``moved`` is None if the input
+    was already sorted, else the stable sorting permutation, or ``payload``
+    (an int64 array) in sorted order when one is given and the keys form a
+    single group (so that callers can carry values through the sort instead
+    of gathering them afterwards); ``state`` is 2 if the input was strictly
+    increasing, 1 if sorted with repeats, 0 if it was sorted here.
+    Synchronises once to test the order.
     """
     groups = key_groups(shape)
     rows = [k.linearize(coords[a:b], c_strides(shape[a:b])) for a, b in groups]
@@ -60,16 +63,40 @@ def sorted_keys(coords, shape, k, xp):
     state = int(to_host(k.sortedness(keys)))  # sync: skip the sort when already sorted
     if state:
         return keys, None, state
+    if len(rows) == 1:
+        return (*k.sort_pairs(keys, payload, key_bits(shape)), 0)
     perm = None
     for (a, b), row in zip(reversed(groups), reversed(rows)):
         current = row if perm is None else xp.take(row, perm)
         _, step = k.sort_pairs(current, None, key_bits(shape[a:b]))
         perm = step if perm is None else xp.take(perm, step)
-    if len(rows) == 1:
-        keys = xp.take(rows[0], perm)
-    else:
-        keys = xp.stack([xp.take(row, perm) for row in rows])
+    keys = xp.stack([xp.take(row, perm) for row in rows])
     return keys, perm, 0
+
+
+_PAYLOAD_VIEWS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.int64}
+
+
+def value_payload(data):
+    """``data``'s rows as int64 sort payload, or None if a row is not 1, 2, 4 or 8 bytes.
+
+    Carrying values through the sort lets the reduction read them in order
+    instead of gathering them through a permutation.
+    """
+    n = data.shape[0]
+    row_bytes = data.dtype.itemsize * math.prod(data.shape[1:])
+    if row_bytes not in _PAYLOAD_VIEWS:
+        return None
+    bits = data.reshape(n, -1).view(_PAYLOAD_VIEWS[row_bytes]).reshape(n)
+    return bits if row_bytes == 8 else bits.astype(np.int64)
+
+
+def payload_values(payload, like):
+    """Invert :func:`value_payload`: rows shaped and typed like ``like``."""
+    row_bytes = like.dtype.itemsize * math.prod(like.shape[1:])
+    view = _PAYLOAD_VIEWS[row_bytes]
+    bits = payload if row_bytes == 8 else payload.astype(view)
+    return bits.reshape(-1, 1).view(like.dtype).reshape((-1,) + like.shape[1:])
 
 
 def sum_segments(data, starts, perm, k):
@@ -105,9 +132,13 @@ def coalesce(x):
     dev = x.device
     k, xp = kernels_for(dev), xp_for(dev)
     with device_scope(dev):
-        keys, perm, state = sorted_keys(x.coords, sparse_shape, k, xp)
+        payload = value_payload(x.data)
+        keys, moved, state = sorted_keys(x.coords, sparse_shape, k, xp, payload)
         if state == 2:
             return _flagged(x, unique=True)
+        carried = moved is not None and keys.ndim == 1 and payload is not None
+        values = payload_values(moved, x.data) if carried else x.data
+        perm = None if carried else moved
         ids = k.segment_ids(keys)
         n_unique = int(to_host(ids[-1:])[0]) + 1  # sync: size of the output
         starts = k.segment_starts(ids, n_unique)
@@ -117,7 +148,7 @@ def coalesce(x):
         else:
             source = firsts if perm is None else xp.take(perm, firsts)
             coords = xp.take(x.coords, source, axis=1)
-        data = sum_segments(x.data, starts, perm, k)
+        data = sum_segments(values, starts, perm, k)
     return COO._from_parts(coords, data, x.shape, x.fill_value, dev, sorted=True, unique=True)
 
 

@@ -1,0 +1,26 @@
+"""CPU primitives: Numba kernels behind the interface of ``gpusparse._kernels``.
+
+Every public name here has the signature and semantics of its twin in
+``gpusparse._kernels.cuda``; the docstrings of
+:class:`gpusparse._kernels.Primitives` are the specification. Kernels are
+top-level functions, compiled lazily (first call per dtype) and cached on
+disk through ``gpusparse._kernels._numba.jit``.
+"""
+
+from gpusparse._kernels.cpu._layout import compress, delinearize, expand, gather, linearize, scatter_dense
+from gpusparse._kernels.cpu._segment import segment_ids, segment_reduce, segment_starts, sortedness
+from gpusparse._kernels.cpu._sort import sort_pairs
+
+__all__ = [
+    "compress",
+    "delinearize",
+    "expand",
+    "gather",
+    "linearize",
+    "scatter_dense",
+    "segment_ids",
+    "segment_reduce",
+    "segment_starts",
+    "sort_pairs",
+    "sortedness",
+]

@@ -1,0 +1,122 @@
+"""Layout primitives on the CPU: linear keys, CSR pointers, scatter and gather."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import prange
+
+from gpusparse._kernels._numba import jit
+
+
+# --------------------------------------------------------------------------
+# linearize / delinearize
+# --------------------------------------------------------------------------
+
+@jit(parallel=True)
+def _linearize(coords, strides, out):
+    d, n = coords.shape
+    for i in prange(n):
+        key = np.int64(0)
+        for k in range(d):
+            key += coords[k, i] * strides[k]
+        out[i] = key
+
+
+def linearize(coords, strides):
+    """coords (d, n) int64 in bounds, sum(coords[k]*strides[k]) < 2**63; not validated."""
+    out = np.empty(coords.shape[1], dtype=np.int64)
+    _linearize(coords, np.asarray(strides, dtype=np.int64), out)
+    return out
+
+
+@jit(parallel=True)
+def _delinearize(keys, shape, out):
+    d = shape.size
+    for i in prange(keys.size):
+        key = keys[i]
+        for k in range(d - 1, -1, -1):
+            out[k, i] = key % shape[k]
+            key //= shape[k]
+
+
+def delinearize(keys, shape):
+    """keys (n,) int64 in [0, prod(shape)); not validated."""
+    out = np.empty((len(shape), keys.size), dtype=np.int64)
+    _delinearize(keys, np.asarray(shape, dtype=np.int64), out)
+    return out
+
+
+# --------------------------------------------------------------------------
+# compress / expand
+# --------------------------------------------------------------------------
+
+@jit(parallel=True)
+def _compress(rows, out):
+    n = rows.size
+    n_rows = out.size - 1
+    for i in prange(n):
+        previous = rows[i - 1] if i > 0 else -1
+        for r in range(previous + 1, rows[i] + 1):
+            out[r] = i
+    last = rows[n - 1] if n > 0 else -1
+    for r in range(last + 1, n_rows + 1):
+        out[r] = n
+
+
+def compress(rows, n_rows, index_dtype):
+    """rows (n,) int64 sorted, in [0, n_rows); not validated."""
+    out = np.empty(int(n_rows) + 1, dtype=index_dtype)
+    _compress(rows, out)
+    return out
+
+
+@jit(parallel=True)
+def _expand(indptr, out):
+    for r in prange(indptr.size - 1):
+        for p in range(indptr[r], indptr[r + 1]):
+            out[p] = r
+
+
+def expand(indptr, nnz):
+    """indptr (n_rows + 1,) non-decreasing from 0 to nnz; not validated."""
+    out = np.empty(int(nnz), dtype=np.int64)
+    _expand(indptr, out)
+    return out
+
+
+# --------------------------------------------------------------------------
+# scatter / gather
+# --------------------------------------------------------------------------
+
+@jit(parallel=True)
+def _scatter_rows(keys, values, out):
+    for i in prange(keys.size):
+        out[keys[i], :] = values[i, :]
+
+
+def _move_kind(arr):
+    # Numba has no arithmetic on bool/complex rows that we need here, but a
+    # byte-identical view keeps one compiled kernel per item size.
+    if arr.dtype == np.bool_:
+        return arr.view(np.uint8)
+    if arr.dtype.kind == "c":
+        return arr.view(np.float32 if arr.dtype == np.complex64 else np.float64)
+    return arr
+
+
+def scatter_dense(keys, values, out):
+    """keys (n,) int64 unique, in [0, len(out)); values (n, w); out (size, w) C-contiguous."""
+    _scatter_rows(keys, _move_kind(values), _move_kind(out))
+
+
+@jit(parallel=True)
+def _gather_rows(values, index, out):
+    for i in prange(index.size):
+        out[i, :] = values[index[i], :]
+
+
+def gather(values, index):
+    """values (m, w); index (n,) int64 in [0, m); not validated."""
+    out = np.empty((index.size, values.shape[1]), dtype=values.dtype)
+    _gather_rows(_move_kind(values), index, _move_kind(out))
+    return out

@@ -1,0 +1,156 @@
+"""Stable radix sort of int64 keys with an int64 payload, on the CPU."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import prange
+
+from gpusparse._kernels._numba import jit, n_threads
+
+from gpusparse._kernels.cpu._common import PARALLEL_MIN
+
+
+# --------------------------------------------------------------------------
+# sort_pairs: stable LSD radix sort, 11-bit digits, chunk-parallel
+# --------------------------------------------------------------------------
+
+_DIGIT_BITS = 11
+_RADIX = 1 << _DIGIT_BITS
+
+
+@jit(parallel=True)
+def _radix_histograms(keys, shift, n_passes, n_chunks):
+    # hist[c, p, digit]: how many keys of chunk c have ``digit`` in pass p,
+    # pass p reading the bits from shift + p * _DIGIT_BITS.
+    n = keys.size
+    chunk = (n + n_chunks - 1) // n_chunks
+    hist = np.zeros((n_chunks, n_passes, _RADIX), dtype=np.int64)
+    for c in prange(n_chunks):
+        lo = c * chunk
+        hi = min(n, lo + chunk)
+        for i in range(lo, hi):
+            key = keys[i] >> shift
+            for p in range(n_passes):
+                hist[c, p, (key >> (p * _DIGIT_BITS)) & (_RADIX - 1)] += 1
+    return hist
+
+
+@jit(parallel=True)
+def _radix_scatter(src_k, src_v, dst_k, dst_v, hist_p, shift):
+    # One stable pass: chunk c writes its keys, in order, after every key of
+    # a smaller digit and after the same digit's keys of chunks before it.
+    n_chunks = hist_p.shape[0]
+    n = src_k.size
+    chunk = (n + n_chunks - 1) // n_chunks
+    offsets = np.empty_like(hist_p)
+    running = np.int64(0)
+    for digit in range(_RADIX):
+        for c in range(n_chunks):
+            offsets[c, digit] = running
+            running += hist_p[c, digit]
+    for c in prange(n_chunks):
+        pos = offsets[c]
+        lo = c * chunk
+        hi = min(n, lo + chunk)
+        for i in range(lo, hi):
+            key = src_k[i]
+            digit = (key >> shift) & (_RADIX - 1)
+            j = pos[digit]
+            dst_k[j] = key
+            dst_v[j] = src_v[i]
+            pos[digit] = j + 1
+
+
+_LOCAL_BITS = 10
+_LOCAL_RADIX = 1 << _LOCAL_BITS
+
+
+@jit()
+def _local_lsd(src_k, src_v, dst_k, dst_v, lo, hi, n_bits):
+    # Stable LSD sort of [lo, hi) on the low n_bits, ping-ponging between the
+    # two buffers; the result is in src after an even number of passes.
+    count = np.empty(_LOCAL_RADIX, dtype=np.int64)
+    n_passes = (n_bits + _LOCAL_BITS - 1) // _LOCAL_BITS
+    for p in range(n_passes):
+        shift = p * _LOCAL_BITS
+        count[:] = 0
+        for i in range(lo, hi):
+            count[(src_k[i] >> shift) & (_LOCAL_RADIX - 1)] += 1
+        total = lo
+        for d in range(_LOCAL_RADIX):
+            c = count[d]
+            count[d] = total
+            total += c
+        for i in range(lo, hi):
+            key = src_k[i]
+            d = (key >> shift) & (_LOCAL_RADIX - 1)
+            j = count[d]
+            dst_k[j] = key
+            dst_v[j] = src_v[i]
+            count[d] = j + 1
+        src_k, dst_k = dst_k, src_k
+        src_v, dst_v = dst_v, src_v
+
+
+@jit(parallel=True)
+def _sort_buckets(a_k, a_v, b_k, b_v, bounds, n_bits):
+    for bucket in prange(bounds.size - 1):
+        _local_lsd(a_k, a_v, b_k, b_v, bounds[bucket], bounds[bucket + 1], n_bits)
+
+
+def _lsd_sort(keys, values, key_bits, n_chunks):
+    # Global LSD passes; used for short inputs and few key bits.
+    n = keys.size
+    n_passes = max(1, -(-int(key_bits) // _DIGIT_BITS))
+    # Digit totals do not depend on the order, so one read finds the passes
+    # that move nothing (every key has the same digit) and can be skipped.
+    totals = _radix_histograms(keys, 0, n_passes, 1)[0]
+    src_k, src_v = keys, values
+    spare = None
+    for p in range(n_passes):
+        if n == 0 or totals[p].max() == n:
+            continue
+        if spare is None:
+            dst_k, dst_v = np.empty_like(keys), np.empty_like(values)
+        else:
+            dst_k, dst_v = spare
+        if n_chunks == 1:
+            hist_p = totals[p:p + 1]
+        else:  # per-chunk counts change with the order, so count again
+            hist_p = _radix_histograms(src_k, p * _DIGIT_BITS, 1, n_chunks)[:, 0, :]
+        _radix_scatter(src_k, src_v, dst_k, dst_v, hist_p, p * _DIGIT_BITS)
+        if src_k is not keys:
+            spare = (src_k, src_v)
+        src_k, src_v = dst_k, dst_v
+    if src_k is keys:
+        return keys.copy(), values.copy()
+    return src_k, src_v
+
+
+def sort_pairs(keys, values, key_bits):
+    """keys (n,) int64 in [0, 2**key_bits); values (n,) int64 or None; not validated.
+
+    Large inputs take one most-significant-digit pass that splits the keys
+    into 2048 buckets by their top 11 bits, then sort every bucket on the
+    remaining bits in cache, buckets in parallel. Small inputs and short
+    keys take plain least-significant-digit passes.
+    """
+    n = keys.size
+    if values is None:
+        values = np.arange(n, dtype=np.int64)
+    key_bits = int(key_bits)
+    n_chunks = n_threads() if n >= PARALLEL_MIN else 1
+    if n < PARALLEL_MIN or key_bits <= 2 * _DIGIT_BITS:
+        return _lsd_sort(keys, values, key_bits, n_chunks)
+    shift = key_bits - _DIGIT_BITS
+    hist = _radix_histograms(keys, shift, 1, n_chunks)[:, 0, :]
+    a_k, a_v = np.empty_like(keys), np.empty_like(values)
+    _radix_scatter(keys, values, a_k, a_v, hist, shift)
+    bounds = np.zeros(_RADIX + 1, dtype=np.int64)
+    np.cumsum(hist.sum(axis=0), out=bounds[1:])
+    b_k, b_v = np.empty_like(keys), np.empty_like(values)
+    _sort_buckets(a_k, a_v, b_k, b_v, bounds, shift)
+    local_passes = -(-shift // _LOCAL_BITS)
+    return (a_k, a_v) if local_passes % 2 == 0 else (b_k, b_v)
+
+
