@@ -42,21 +42,23 @@ def index_dtype_for(*sizes: int) -> np.dtype:
     return np.dtype(np.int32) if max(sizes, default=0) <= _INT32_MAX else np.dtype(np.int64)
 
 
-def normalize_fill_value(fill_value, dtype: np.dtype):
-    """``fill_value`` as a NumPy scalar of ``dtype``; ``TypeError`` if it does not fit."""
+def normalize_fill_value(fill_value, dtype: np.dtype, argument: str = "fill_value"):
+    """``fill_value`` as a NumPy scalar of ``dtype``; ``TypeError`` naming ``argument`` if it does not fit."""
     if fill_value is None:
         return dtype.type(0)
     value = np.asarray(fill_value)
     if value.ndim != 0:
-        raise ValueError(f"fill_value must be a scalar, got an array of shape {value.shape}")
+        raise ValueError(f"{argument} must be a scalar, got an array of shape {value.shape}")
     scalar = value.item()
-    try:
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
             cast = dtype.type(scalar)
-    except (ValueError, OverflowError, TypeError):
-        cast = None
-    same = cast is not None and (cast == scalar or (cast != cast and scalar != scalar))
-    if not same:
-        raise TypeError(f"fill_value {fill_value!r} cannot be represented as {dtype.name}")
+        except (ValueError, OverflowError, TypeError):
+            cast = None
+        same = cast is not None and (cast == scalar or (cast != cast and scalar != scalar))
+        # NumPy compares a Python float with a float32 in float32, where 1e300 == inf.
+        overflow = same and dtype.kind in "fc" and bool(np.isinf(cast)) and not bool(np.isinf(scalar))
+    if not same or overflow:
+        raise TypeError(f"{argument} {fill_value!r} cannot be represented as {dtype.name}")
     return cast

@@ -62,7 +62,7 @@ def to_dense(x, default_value=None):
     coo = x if x.format == "coo" else compressed_to_coo(x)
     coo = coo if coo.unique else canonical.coalesce(coo)
     dtype = x.dtype
-    fill = x.fill_value if default_value is None else normalize_fill_value(default_value, dtype)
+    fill = x.fill_value if default_value is None else normalize_fill_value(default_value, dtype, "default_value")
     sparse_shape, dense_shape = x.shape[: x.sparse_dim], x.shape[x.sparse_dim:]
     dev = x.device
     k, xp = kernels_for(dev), xp_for(dev)
@@ -139,10 +139,16 @@ def asformat(x, format: str):
 # --------------------------------------------------------------------------
 
 def astype(x, dtype, copy: bool = True):
-    """``x`` with values and fill value cast to ``dtype`` (NumPy's unsafe casting)."""
+    """``x`` with values and fill value cast to ``dtype`` (NumPy's unsafe casting).
+
+    A cast is not linear (``int(0.6) + int(0.6) != int(1.2)``), so duplicate
+    coordinates are summed in the old dtype first.
+    """
     dtype = check_value_dtype(dtype, "dtype")
     if dtype == x.dtype and not copy:
         return x
+    if dtype != x.dtype and x.format == "coo" and not x.unique:
+        x = canonical.coalesce(x)
     with device_scope(x.device):
         arrays = components(x)
         data = arrays[-1].astype(dtype, copy=True)

@@ -57,14 +57,12 @@ def fromdense(dense, *, fill_value=None, sparse_dim=None, format="coo", device=N
         raise ValueError(f"sparse_dim must be in [0, {ndim}], got {sparse_dim}")
     xp = xp_for(dev)
     with device_scope(dev):
-        differs = xp.isnan(arr) != np.isnan(fill) if _is_nan(fill) else arr != fill
-        if arr.dtype.kind == "c" and _is_nan(fill):
-            differs = xp.ones(arr.shape, dtype=bool)
+        differs = _differs(arr, fill, xp)
         mask = differs.any(axis=tuple(range(sparse_dim, ndim))) if sparse_dim < ndim else differs
         if sparse_dim == 0:
             mask = xp.asarray(mask).reshape(())
             coords = xp.zeros((0, int(to_host(mask))), dtype=np.int64)  # sync: 0 or 1 entry
-            data = arr.reshape((1,) + arr.shape)[: coords.shape[1]]
+            data = arr.reshape((1,) + arr.shape)[: coords.shape[1]].copy()  # never a view of dense
         else:
             where = xp.nonzero(mask)  # sync: the number of stored entries
             coords = xp.stack(where).astype(np.int64) if where else xp.zeros((0, 0), np.int64)
@@ -75,6 +73,17 @@ def fromdense(dense, *, fill_value=None, sparse_dim=None, format="coo", device=N
 
 def _is_nan(value) -> bool:
     return isinstance(value, (float, complex, np.inexact)) and value != value
+
+
+def _differs(arr, fill, xp):
+    """Where ``arr`` is not ``fill``, NaN matching NaN; complex values compare
+    part by part, so that ``nan+2j`` is still stored under a ``nan+0j`` fill."""
+    if arr.dtype.kind == "c":
+        fill = complex(fill)
+        return _differs(arr.real, fill.real, xp) | _differs(arr.imag, fill.imag, xp)
+    if _is_nan(fill):
+        return ~xp.isnan(arr)
+    return arr != fill
 
 
 def asarray(obj, *, format=None, device=None, copy=None, fill_value=None):

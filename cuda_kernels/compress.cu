@@ -1,0 +1,68 @@
+// gpusparse CUDA kernels: compress (sorted rows -> indptr) and expand
+// (indptr -> rows).
+//
+// Both are vectorised binary searches, one thread per OUTPUT entry, so the
+// work per thread stays bounded whatever the distribution: long runs of
+// empty rows (which a per-element "write every row in my gap" kernel hands
+// to a single thread) and very long rows cost the same. Each block first
+// narrows the search window: two threads binary-search the global array for
+// the block's first and last output, after which every thread searches only
+// that window (a few steps, in L1), so the traffic stays close to one read
+// of the input plus one write of the output.
+
+#include "common.cuh"
+
+#define GS_CMP_THREADS 256
+
+// gs_compress: indptr[r] = first position p with rows[p] >= r (n if none),
+// for r in [0, n_rows].
+//
+// Thread mapping: one thread per indptr entry r (1-D grid over n_rows + 1
+// entries, 64-bit index); threads 0 and 32 of each block find the window
+// [lower_bound(r_first), lower_bound(r_last)] that holds every answer of
+// the block.
+// Preconditions: rows (n,) sorted ascending (n may be 0); the grid covers
+// n_rows + 1 entries; the answers (<= n) fit in I.
+template <typename I>
+__global__ void __launch_bounds__(GS_CMP_THREADS) gs_compress(
+    const long long* __restrict__ rows, long long n, long long n_rows, I* __restrict__ indptr) {
+    __shared__ long long s_window[2];
+    const long long r_first = static_cast<long long>(blockIdx.x) * GS_CMP_THREADS;
+    const long long r_last = min(r_first + GS_CMP_THREADS - 1, n_rows);
+    if (threadIdx.x == 0) s_window[0] = gs_lower_bound<long long>(rows, 0, n, r_first);
+    if (threadIdx.x == GS_WARP) s_window[1] = gs_lower_bound<long long>(rows, 0, n, r_last);
+    __syncthreads();
+    const long long r = r_first + threadIdx.x;
+    if (r > n_rows) return;
+    indptr[r] = static_cast<I>(gs_lower_bound<long long>(rows, s_window[0], s_window[1], r));
+}
+
+// gs_expand: rows[p] = r for indptr[r] <= p < indptr[r + 1], i.e. the last
+// r with indptr[r] <= p (empty rows are skipped over).
+//
+// Thread mapping: one thread per output position p (1-D grid over nnz,
+// 64-bit index); threads 0 and 32 of each block find the window
+// [upper_bound(p_first), upper_bound(p_last)] of indptr that holds every
+// answer of the block.
+// Preconditions: indptr (n_rows + 1,) non-decreasing from 0 to nnz; nnz >= 1.
+template <typename I>
+__global__ void __launch_bounds__(GS_CMP_THREADS) gs_expand(
+    const I* __restrict__ indptr, long long n_rows, long long nnz, long long* __restrict__ rows) {
+    __shared__ long long s_window[2];
+    const long long p_first = static_cast<long long>(blockIdx.x) * GS_CMP_THREADS;
+    const long long p_last = min(p_first + GS_CMP_THREADS - 1, nnz - 1);
+    if (threadIdx.x == 0) s_window[0] = gs_upper_bound<I>(indptr, 0, n_rows + 1, p_first);
+    if (threadIdx.x == GS_WARP) s_window[1] = gs_upper_bound<I>(indptr, 0, n_rows + 1, p_last);
+    __syncthreads();
+    const long long p = p_first + threadIdx.x;
+    if (p >= nnz) return;
+    // upper_bound >= 1 because indptr[0] = 0 <= p.
+    rows[p] = gs_upper_bound<I>(indptr, s_window[0], s_window[1], p) - 1;
+}
+
+#ifdef GPUSPARSE_INSTANTIATE_ALL
+template __global__ void gs_compress<int>(const long long*, long long, long long, int*);
+template __global__ void gs_compress<long long>(const long long*, long long, long long, long long*);
+template __global__ void gs_expand<int>(const int*, long long, long long, long long*);
+template __global__ void gs_expand<long long>(const long long*, long long, long long, long long*);
+#endif

@@ -1,0 +1,156 @@
+// gpusparse CUDA kernels: CSR times a row-major dense matrix, for what
+// cuSPARSE does not take -- integer values (cuSPARSE has no uniform-precision
+// integer SpMM) -- and SpMM with a reduction over each row's terms (sum,
+// mean, max, min: torch's sparse.mm(..., reduce=)).
+//
+// A CSR matrix is indptr (m + 1), indices (nnz) of type I (int or long long)
+// and data (nnz) of type T. Dense operands are C-contiguous: b is (k, n),
+// out is (m, n). Integer arithmetic wraps (gs_add / gs_mul), as NumPy's.
+
+#include "common.cuh"
+
+#define GS_MM_THREADS 256
+
+// Reduction codes of gs_csr_spmm_reduce; the order matches
+// gpusparse._kernels.SPMM_REDUCE_OPS.
+#define GS_MM_SUM 0
+#define GS_MM_MEAN 1
+#define GS_MM_MAX 2
+#define GS_MM_MIN 3
+
+// The reduction of one output element: identity, combine, and the final
+// step (mean divides by the number of terms).
+template <typename T, int OP> struct gs_mm_reduce;
+template <typename T> struct gs_mm_reduce<T, GS_MM_SUM> {
+    static __device__ __forceinline__ T identity() { return gs_zero<T>(); }
+    static __device__ __forceinline__ T combine(T acc, T v) { return gs_add<T>(acc, v); }
+    static __device__ __forceinline__ T finish(T acc, long long) { return acc; }
+};
+template <typename T> struct gs_mm_reduce<T, GS_MM_MAX> {
+    static __device__ __forceinline__ T identity() { return gs_max<T>::identity(); }
+    static __device__ __forceinline__ T combine(T acc, T v) { return gs_max<T>()(acc, v); }
+    static __device__ __forceinline__ T finish(T acc, long long) { return acc; }
+};
+template <typename T> struct gs_mm_reduce<T, GS_MM_MIN> {
+    static __device__ __forceinline__ T identity() { return gs_min<T>::identity(); }
+    static __device__ __forceinline__ T combine(T acc, T v) { return gs_min<T>()(acc, v); }
+    static __device__ __forceinline__ T finish(T acc, long long) { return acc; }
+};
+
+// Division by a count, for the mean (inexact types only).
+template <typename T> __device__ __forceinline__ T gs_div_count(T v, long long count) {
+    return v / static_cast<T>(count);
+}
+template <> __device__ __forceinline__ gs_complex64 gs_div_count<gs_complex64>(gs_complex64 v, long long count) {
+    gs_complex64 r;
+    r.re = v.re / static_cast<float>(count);
+    r.im = v.im / static_cast<float>(count);
+    return r;
+}
+template <> __device__ __forceinline__ gs_complex128 gs_div_count<gs_complex128>(gs_complex128 v, long long count) {
+    gs_complex128 r;
+    r.re = v.re / static_cast<double>(count);
+    r.im = v.im / static_cast<double>(count);
+    return r;
+}
+template <typename T> struct gs_mm_reduce<T, GS_MM_MEAN> {
+    static __device__ __forceinline__ T identity() { return gs_zero<T>(); }
+    static __device__ __forceinline__ T combine(T acc, T v) { return gs_add<T>(acc, v); }
+    static __device__ __forceinline__ T finish(T acc, long long count) { return gs_div_count<T>(acc, count); }
+};
+
+// gs_csr_spmm: out[r, c] = alpha * sum_{p in row r} data[p] * b[indices[p], c]
+//                          (+ beta * out[r, c] when use_beta != 0).
+//
+// Thread mapping: one thread per output element in row-major order
+// (t = r * n + c, 64-bit). The n threads of one row read the same row
+// entries (broadcast loads); consecutive threads read consecutive elements
+// of each row of b (coalesced) and write consecutive elements of out.
+// Preconditions: 1-D grid of at least m * n threads; indices in [0, k);
+// b (k, n) and out (m, n) C-contiguous; out is not read when use_beta == 0.
+template <typename T, typename I>
+__global__ void __launch_bounds__(GS_MM_THREADS) gs_csr_spmm(
+    const I* __restrict__ indptr, const I* __restrict__ indices, const T* __restrict__ data,
+    const T* __restrict__ b, T* __restrict__ out, long long m, long long n, T alpha, T beta,
+    int use_beta) {
+    const long long t = gs_global_thread();
+    if (t >= m * n) return;
+    const long long r = t / n;
+    const long long c = t - r * n;
+    T acc = gs_zero<T>();
+    const long long end = static_cast<long long>(indptr[r + 1]);
+    for (long long p = static_cast<long long>(indptr[r]); p < end; ++p) {
+        const long long row_b = static_cast<long long>(indices[p]);
+        acc = gs_add<T>(acc, gs_mul<T>(data[p], b[row_b * n + c]));
+    }
+    T result = gs_mul<T>(alpha, acc);
+    if (use_beta) result = gs_add<T>(result, gs_mul<T>(beta, out[t]));
+    out[t] = result;
+}
+
+// gs_csr_spmm_reduce: out[r, c] = OP over p in row r of data[p] * b[indices[p], c]
+// (each product rounded to T first, so integers wrap before max/min compare);
+// 0 for a row without entries.
+//
+// Thread mapping: as gs_csr_spmm, one thread per output element.
+// Preconditions: as gs_csr_spmm; OP one of GS_MM_*; GS_MM_MEAN only for
+// inexact T, GS_MM_MAX / GS_MM_MIN only for real T (NaN propagates, as
+// np.maximum / np.minimum).
+template <typename T, typename I, int OP>
+__global__ void __launch_bounds__(GS_MM_THREADS) gs_csr_spmm_reduce(
+    const I* __restrict__ indptr, const I* __restrict__ indices, const T* __restrict__ data,
+    const T* __restrict__ b, T* __restrict__ out, long long m, long long n) {
+    typedef gs_mm_reduce<T, OP> R;
+    const long long t = gs_global_thread();
+    if (t >= m * n) return;
+    const long long r = t / n;
+    const long long c = t - r * n;
+    const long long start = static_cast<long long>(indptr[r]);
+    const long long end = static_cast<long long>(indptr[r + 1]);
+    if (start == end) {
+        out[t] = gs_zero<T>();
+        return;
+    }
+    T acc = R::identity();
+    for (long long p = start; p < end; ++p) {
+        const long long row_b = static_cast<long long>(indices[p]);
+        acc = R::combine(acc, gs_mul<T>(data[p], b[row_b * n + c]));
+    }
+    out[t] = R::finish(acc, end - start);
+}
+
+#ifdef GPUSPARSE_INSTANTIATE_ALL
+#define GS_INST_SPMM(T, I)                                                                        \
+    template __global__ void gs_csr_spmm<T, I>(const I*, const I*, const T*, const T*, T*,       \
+                                               long long, long long, T, T, int);
+#define GS_INST_REDUCE(T, I, OP)                                                                  \
+    template __global__ void gs_csr_spmm_reduce<T, I, OP>(const I*, const I*, const T*, const T*, \
+                                                          T*, long long, long long);
+#define GS_INST_REAL(T, I)         \
+    GS_INST_SPMM(T, I)             \
+    GS_INST_REDUCE(T, I, GS_MM_SUM) \
+    GS_INST_REDUCE(T, I, GS_MM_MAX) \
+    GS_INST_REDUCE(T, I, GS_MM_MIN)
+#define GS_INST_INEXACT(T, I) GS_INST_REDUCE(T, I, GS_MM_MEAN)
+#define GS_INST_INDEX(I)                                    \
+    GS_INST_REAL(signed char, I)                            \
+    GS_INST_REAL(unsigned char, I)                          \
+    GS_INST_REAL(short, I)                                  \
+    GS_INST_REAL(unsigned short, I)                         \
+    GS_INST_REAL(int, I)                                    \
+    GS_INST_REAL(unsigned int, I)                           \
+    GS_INST_REAL(long long, I)                              \
+    GS_INST_REAL(unsigned long long, I)                     \
+    GS_INST_REAL(float, I)                                  \
+    GS_INST_REAL(double, I)                                 \
+    GS_INST_SPMM(gs_complex64, I)                           \
+    GS_INST_SPMM(gs_complex128, I)                          \
+    GS_INST_REDUCE(gs_complex64, I, GS_MM_SUM)              \
+    GS_INST_REDUCE(gs_complex128, I, GS_MM_SUM)             \
+    GS_INST_INEXACT(float, I)                               \
+    GS_INST_INEXACT(double, I)                              \
+    GS_INST_INEXACT(gs_complex64, I)                        \
+    GS_INST_INEXACT(gs_complex128, I)
+GS_INST_INDEX(int)
+GS_INST_INDEX(long long)
+#endif

@@ -1,0 +1,400 @@
+"""CUDA primitives: launches of the kernels in ``cuda_kernels/``.
+
+Every public function here has the name, signature and semantics of its twin
+in ``gpusparse._kernels.cpu``; the docstrings of
+:class:`gpusparse._kernels.Primitives` are the specification. This module
+only allocates outputs (CuPy, on the current device), computes launch shapes
+and calls kernels on the current stream; the kernels, their thread mappings
+and preconditions are documented in the ``.cu`` files.
+
+Nothing here synchronises with the host: sizes that depend on data are
+passed in by the caller, and data-dependent decisions (which radix passes to
+skip) are taken on the device. Kernel arguments are always NumPy scalars of
+the exact C type, never Python ints.
+"""
+
+from __future__ import annotations
+
+import cupy
+import numpy as np
+
+from gpusparse._kernels import SEGMENT_OPS
+from gpusparse._kernels.cuda._loader import OP_CODES, get_function
+from gpusparse._kernels.cuda import _merge
+from gpusparse._kernels.cuda._select import copy_segments, segment_search  # select.cu
+from gpusparse._kernels.cuda._linalg import sddmm, spgemm, spmm, spmm_reduce, spmv  # products
+
+__all__ = [
+    "compress",
+    "copy_segments",
+    "delinearize",
+    "expand",
+    "gather",
+    "linearize",
+    "merge_sorted",
+    "scatter_dense",
+    "segment_ids",
+    "segment_reduce",
+    "segment_search",
+    "segment_starts",
+    "sort_pairs",
+    "sortedness",
+    # products (_linalg.py: cuSPARSE, spmm.cu, sddmm.cu)
+    "sddmm",
+    "spgemm",
+    "spmm",
+    "spmm_reduce",
+    "spmv",
+]
+
+_I64 = np.dtype(np.int64)
+_THREADS = 256
+#: A null pointer kernel argument (an 8-byte zero).
+_NULL = np.uint64(0)
+#: The most dimensions one linearize/delinearize launch handles (GS_LIN_DIMS).
+_LIN_DIMS = 8
+# sort.cu / segment.cu tile sizes (GS_SORT_TILE, GS_SEG_TILE, GS_RED_MAX_TILE).
+_SORT_TILE = 4096
+_RADIX_BITS = 8
+_SORT_MAX_PASSES = 8
+_SEG_TILE = 2048
+_RED_MAX_TILE = 2048
+_MAX_GRID_Y = 65535
+
+
+def _blocks(n: int, per_block: int = _THREADS) -> int:
+    return (n + per_block - 1) // per_block
+
+
+def _i64(x) -> np.int64:
+    return np.int64(x)
+
+
+def _i32(x) -> np.int32:
+    return np.int32(x)
+
+
+def _wrap_i64(x: int) -> np.int64:
+    # A Python int as the int64 with the same low 64 bits (the kernels do
+    # their arithmetic modulo 2**64 anyway).
+    return np.array(int(x) & 0xFFFFFFFFFFFFFFFF, dtype=np.uint64).view(np.int64)[()]
+
+
+def _u64_saturated(x: int) -> np.uint64:
+    return np.uint64(min(int(x), 0xFFFFFFFFFFFFFFFF))
+
+
+def _ceil_log2(x: int) -> int:
+    return max(0, (int(x) - 1).bit_length())
+
+
+def _index_array(arr, allowed=(np.dtype(np.int32), _I64)):
+    # C-contiguous, with a dtype the kernels are instantiated for.
+    arr = cupy.asarray(arr)
+    if arr.dtype not in allowed:
+        arr = arr.astype(_I64)
+    return cupy.ascontiguousarray(arr)
+
+
+def _key_rows(keys):
+    keys = _index_array(keys)
+    return keys.reshape(1, -1) if keys.ndim == 1 else keys
+
+
+# --------------------------------------------------------------------------
+# linearize / delinearize
+# --------------------------------------------------------------------------
+
+def linearize(coords, strides):
+    """coords (d, n) int64 in bounds, sum(coords[k]*strides[k]) < 2**63; not validated."""
+    coords = _index_array(coords)
+    d, n = coords.shape
+    strides = [int(s) for s in strides]
+    keys = cupy.empty(n, dtype=_I64)
+    if n == 0:
+        return keys
+    if d == 0:
+        keys.fill(0)
+        return keys
+    kernel = get_function("linearize", "gs_linearize", (coords.dtype,))
+    for k0 in range(0, d, _LIN_DIMS):
+        chunk = strides[k0:k0 + _LIN_DIMS]
+        padded = chunk + [0] * (_LIN_DIMS - len(chunk))
+        kernel(
+            (_blocks(n),), (_THREADS,),
+            (coords[k0:], _i64(n), _i32(len(chunk)), *[_wrap_i64(s) for s in padded],
+             _i32(1 if k0 > 0 else 0), keys),
+        )
+    return keys
+
+
+def delinearize(keys, shape):
+    """keys (n,) int64 in [0, prod(shape)); not validated."""
+    keys = cupy.ascontiguousarray(cupy.asarray(keys, dtype=_I64))
+    shape = [int(e) for e in shape]
+    d, n = len(shape), keys.size
+    coords = cupy.empty((d, n), dtype=_I64)
+    if n == 0 or d == 0:
+        return coords
+    kernel = get_function("linearize", "gs_delinearize", (_I64,))
+    for k1 in range(d, 0, -_LIN_DIMS):
+        k0 = max(0, k1 - _LIN_DIMS)
+        extents = shape[k0:k1]
+        inner = 1
+        for e in shape[k1:]:
+            inner *= e
+        padded = extents + [1] * (_LIN_DIMS - len(extents))
+        kernel(
+            (_blocks(n),), (_THREADS,),
+            (keys, _i64(n), _u64_saturated(inner), _i32(len(extents)),
+             *[_u64_saturated(e) for e in padded], _i32(1 if k0 == 0 else 0), coords[k0]),
+        )
+    return coords
+
+
+# --------------------------------------------------------------------------
+# sort_pairs
+# --------------------------------------------------------------------------
+
+def sort_pairs(keys, values, key_bits):
+    """keys (n,) int64 in [0, 2**key_bits); values (n,) int64 or None; not validated."""
+    keys = cupy.ascontiguousarray(cupy.asarray(keys, dtype=_I64))
+    if values is not None:
+        values = cupy.ascontiguousarray(cupy.asarray(values, dtype=_I64))
+    n = keys.size
+    n_passes = min(_SORT_MAX_PASSES, -(-max(0, int(key_bits)) // _RADIX_BITS))
+    if n == 0:
+        return cupy.empty(0, dtype=_I64), cupy.empty(0, dtype=_I64)
+    if n_passes == 0:  # every key is 0: already sorted
+        return keys.copy(), (values.copy() if values is not None else cupy.arange(n, dtype=_I64))
+
+    n_tiles = _blocks(n, _SORT_TILE)
+    out_k = cupy.empty(n, dtype=_I64)
+    out_v = cupy.empty(n, dtype=_I64)
+    if n_passes >= 2:
+        tmp_k = cupy.empty(n, dtype=_I64)
+        tmp_v = cupy.empty(n, dtype=_I64)
+    else:  # the plan never writes buffer B with a single pass
+        tmp_k, tmp_v = out_k, out_v
+    counts = cupy.empty(256 * n_tiles, dtype=_I64)
+    totals = cupy.zeros(n_passes * 256, dtype=np.uint64)
+    plan = cupy.empty(n_passes + 1, dtype=np.int32)
+    vals_in = values if values is not None else _NULL
+
+    upsweep = get_function("sort", "gs_radix_upsweep", (_I64,))
+    plan_kernel = get_function("sort", "gs_radix_plan")
+    scatter = get_function("sort", "gs_radix_scatter", (_I64, _I64))
+    finalize = get_function("sort", "gs_radix_finalize", (_I64, _I64))
+    for p in range(n_passes):
+        upsweep(
+            (n_tiles,), (_THREADS,),
+            (keys, out_k, tmp_k, _i64(n), _i32(p), _i32(n_passes), plan, counts,
+             _i64(n_tiles), totals if p == 0 else _NULL),
+        )
+        if p == 0:
+            plan_kernel((1,), (256,), (totals, _i64(n), _i32(n_passes), plan))
+        scanned = cupy.cumsum(counts)
+        scatter(
+            (n_tiles,), (_THREADS,),
+            (keys, vals_in, out_k, out_v, tmp_k, tmp_v, _i64(n), _i32(p), plan, scanned,
+             _i64(n_tiles)),
+        )
+    finalize(
+        (_blocks(n),), (_THREADS,),
+        (keys, vals_in, out_k, out_v, _i64(n), _i32(n_passes), plan),
+    )
+    return out_k, out_v
+
+
+# --------------------------------------------------------------------------
+# sortedness and segments
+# --------------------------------------------------------------------------
+
+def sortedness(keys):
+    """keys (n,) or (g, n) int64, rows compared lexicographically (row 0 first)."""
+    rows = _key_rows(keys)
+    g, n = rows.shape
+    if n <= 1:
+        return cupy.full((), 2, dtype=np.int8)
+    result = cupy.full((), 2, dtype=np.int32)
+    kernel = get_function("segment", "gs_sortedness", (rows.dtype,))
+    kernel((_blocks(n - 1),), (_THREADS,), (rows, _i64(n), _i32(g), result))
+    return result.astype(np.int8)
+
+
+def segment_ids(keys):
+    """keys (n,) or (g, n) int64 sorted (lexicographically for 2-D); not validated."""
+    rows = _key_rows(keys)
+    g, n = rows.shape
+    ids = cupy.empty(n, dtype=_I64)
+    if n == 0:
+        return ids
+    n_tiles = _blocks(n, _SEG_TILE)
+    if n_tiles > 1:
+        counts = cupy.empty(n_tiles, dtype=_I64)
+        head_counts = get_function("segment", "gs_segment_head_counts", (rows.dtype,))
+        head_counts((n_tiles,), (_THREADS,), (rows, _i64(n), _i32(g), counts))
+        scanned = cupy.cumsum(counts)
+    else:  # one tile: the carry-in is never read
+        scanned = ids
+    scan = get_function("segment", "gs_segment_ids_scan", (rows.dtype,))
+    scan((n_tiles,), (_THREADS,), (rows, _i64(n), _i32(g), scanned, ids))
+    return ids
+
+
+def segment_starts(ids, n_segments):
+    """ids (n,) int64 non-decreasing from 0 with no gaps, as segment_ids returns."""
+    ids = _index_array(ids)
+    n, n_segments = ids.size, int(n_segments)
+    starts = cupy.empty(n_segments + 1, dtype=_I64)
+    if n == 0:
+        starts.fill(0)
+        return starts
+    kernel = get_function("segment", "gs_segment_starts", (ids.dtype,))
+    kernel((_blocks(n),), (_THREADS,), (ids, _i64(n), _i64(n_segments), starts))
+    return starts
+
+
+def segment_reduce(values, starts, op, perm=None):
+    """values (m, w); starts (s+1,) int64 non-decreasing; perm (n,) int64 in [0, m) or None."""
+    if op not in OP_CODES:
+        raise ValueError(f"op must be one of {SEGMENT_OPS}; got {op!r}")
+    values = cupy.ascontiguousarray(cupy.asarray(values))
+    starts = cupy.ascontiguousarray(cupy.asarray(starts, dtype=_I64))
+    dtype = values.dtype
+    m, w = values.shape
+    s = starts.size - 1
+    if op in ("any", "all"):
+        out_dtype = np.dtype(np.bool_)
+    elif op in ("argmin", "argmax"):
+        out_dtype = _I64
+    else:
+        out_dtype = dtype
+    out = cupy.empty((max(s, 0), w), dtype=out_dtype)
+    if s <= 0 or w == 0:
+        return out
+    if perm is not None:
+        perm = cupy.ascontiguousarray(cupy.asarray(perm, dtype=_I64))
+        n_pos = perm.size
+    else:
+        n_pos = m
+
+    # cl lanes per worker span the columns; rl = 256 / cl workers per block,
+    # each consuming ``items`` merge items (see gs_segment_reduce).
+    cl_log2 = min(5, _ceil_log2(w))
+    rl = _THREADS >> cl_log2
+    items = min(64, _RED_MAX_TILE // rl)
+    tile = rl * items
+    n_tiles = _blocks(s + n_pos, tile)
+    grid_y = min(_blocks(w, 1 << cl_log2), _MAX_GRID_Y)
+    carry_seg = cupy.empty(n_tiles, dtype=_I64)
+    if op in ("argmin", "argmax"):
+        # gs_arg_state<T>: (value, row), 16 bytes, or 32 for complex128.
+        state_bytes = 16 if dtype.itemsize <= 8 else 32
+        carry_val = cupy.empty(n_tiles * w * state_bytes, dtype=np.uint8)
+    else:
+        carry_val = cupy.empty((n_tiles, w), dtype=out_dtype)
+    code = OP_CODES[op]
+    kernel = get_function("segment", "gs_segment_reduce", (dtype, code))
+    kernel(
+        (n_tiles, grid_y), (_THREADS,),
+        (values, _i64(w), starts, _i64(s), perm if perm is not None else _NULL, _i64(n_pos),
+         _i32(cl_log2), _i32(items), out, carry_seg, carry_val),
+    )
+    if n_tiles > 1:
+        fixup = get_function("segment", "gs_segment_reduce_fixup", (dtype, code))
+        warps_per_block = _THREADS // 32
+        fixup(
+            (_blocks(n_tiles, warps_per_block), min(w, _MAX_GRID_Y)), (_THREADS,),
+            (carry_seg, carry_val, _i64(n_tiles), _i64(w), _i64(s), values, out),
+        )
+    return out
+
+
+# --------------------------------------------------------------------------
+# compress / expand
+# --------------------------------------------------------------------------
+
+def compress(rows, n_rows, index_dtype):
+    """rows (n,) int64 sorted, in [0, n_rows); not validated."""
+    rows = cupy.ascontiguousarray(cupy.asarray(rows, dtype=_I64))
+    n_rows = int(n_rows)
+    index_dtype = np.dtype(index_dtype)
+    kernel_dtype = index_dtype if index_dtype in (np.dtype(np.int32), _I64) else _I64
+    indptr = cupy.empty(n_rows + 1, dtype=kernel_dtype)
+    kernel = get_function("compress", "gs_compress", (kernel_dtype,))
+    kernel((_blocks(n_rows + 1),), (_THREADS,), (rows, _i64(rows.size), _i64(n_rows), indptr))
+    return indptr if kernel_dtype == index_dtype else indptr.astype(index_dtype)
+
+
+def expand(indptr, nnz):
+    """indptr (n_rows + 1,) non-decreasing from 0 to nnz; not validated."""
+    nnz = int(nnz)
+    rows = cupy.empty(nnz, dtype=_I64)
+    if nnz == 0:
+        return rows
+    indptr = _index_array(indptr)
+    kernel = get_function("compress", "gs_expand", (indptr.dtype,))
+    kernel((_blocks(nnz),), (_THREADS,), (indptr, _i64(indptr.size - 1), _i64(nnz), rows))
+    return rows
+
+
+# --------------------------------------------------------------------------
+# scatter / gather
+# --------------------------------------------------------------------------
+
+def _as_words(arr):
+    """A (r, w) C-contiguous array viewed as (r, w * k) unsigned words.
+
+    Complex values become two words of their component's size, so no
+    alignment beyond the component's is assumed.
+    """
+    size = arr.dtype.itemsize // (2 if arr.dtype.kind == "c" else 1)
+    return arr.view(np.dtype(f"u{size}"))
+
+
+def _row_launch(n: int, width: int):
+    lpr_log2 = min(5, _ceil_log2(width))
+    return (_blocks(n << lpr_log2),), lpr_log2
+
+
+def scatter_dense(keys, values, out):
+    """keys (n,) int64 unique, in [0, len(out)); values (n, w); out (size, w) C-contiguous."""
+    if not out.flags.c_contiguous:
+        raise ValueError("scatter_dense: out must be C-contiguous (it is written in place)")
+    keys = cupy.ascontiguousarray(cupy.asarray(keys, dtype=_I64))
+    values = cupy.ascontiguousarray(cupy.asarray(values, dtype=out.dtype))
+    n = keys.size
+    if n == 0 or out.size == 0 or values.size == 0:
+        return None
+    src, dst = _as_words(values), _as_words(out.reshape(out.shape[0], -1))
+    width = src.shape[1]
+    grid, lpr_log2 = _row_launch(n, width)
+    kernel = get_function("scatter", "gs_scatter_rows", (src.dtype,))
+    kernel(grid, (_THREADS,), (keys, src, _i64(n), _i64(width), _i32(lpr_log2), dst))
+    return None
+
+
+def gather(values, index):
+    """values (m, w); index (n,) int64 in [0, m); not validated."""
+    values = cupy.ascontiguousarray(cupy.asarray(values))
+    index = cupy.ascontiguousarray(cupy.asarray(index, dtype=_I64))
+    n = index.size
+    out = cupy.empty((n, values.shape[1]), dtype=values.dtype)
+    if n == 0 or out.size == 0:
+        return out
+    src, dst = _as_words(values), _as_words(out)
+    width = src.shape[1]
+    grid, lpr_log2 = _row_launch(n, width)
+    kernel = get_function("scatter", "gs_gather_rows", (src.dtype,))
+    kernel(grid, (_THREADS,), (src, index, _i64(n), _i64(width), _i32(lpr_log2), dst))
+    return out
+
+
+# --------------------------------------------------------------------------
+# merge_sorted (elementwise plans; launches in _merge.py, kernels in merge.cu)
+# --------------------------------------------------------------------------
+
+def merge_sorted(a_keys, b_keys, how):
+    """a_keys (na,), b_keys (nb,) int64, each strictly increasing; not validated."""
+    return _merge.merge_sorted(a_keys, b_keys, how)

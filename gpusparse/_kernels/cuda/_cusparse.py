@@ -1,0 +1,279 @@
+"""Every cuSPARSE touch point: generic-API SpMV, SpMM and SpGEMM on CSR, through CuPy's bindings.
+
+Only the generic API is used (``cusparseSpMV``, ``cusparseSpMM``,
+``cusparseSpGEMM_*``), with dense operands described in the order they
+already have: a C-contiguous matrix is ``CUSPARSE_ORDER_ROW`` with
+``ld = n_cols``, an F-contiguous one ``CUSPARSE_ORDER_COL`` with
+``ld = n_rows``. Nothing is copied to Fortran order (CuPy's own
+``cupyx.cusparse.spmm`` does copy). The bindings are CuPy's
+(``cupy_backends.cuda.libs.cusparse``), imported on first use, so importing
+this module needs no cuSPARSE library.
+
+What each routine takes (:data:`SUPPORT`; everything else goes to the
+hand-written kernels of ``cuda_kernels/spmm.cu`` / ``sddmm.cu`` or, for
+SpGEMM, an expand-sort-compress path):
+
+=========  ==========================  ================  ======================  =========================
+routine    values                      indices           ops on the sparse A     dense operands
+=========  ==========================  ================  ======================  =========================
+SpMV       float32/64, complex64/128   int32 or int64    N, T, H                 contiguous vectors
+SpMM       float32/64, complex64/128   int32 or int64    N, T, H                 C or F order (same for B, C)
+SpGEMM     float32/64, complex64/128   int32 (int64 from CUDA 13)  N only         --
+SDDMM      not bound by CuPy's cusparse module: the hand-written ``gs_sddmm`` runs instead
+=========  ==========================  ================  ======================  =========================
+
+Integer and bool values have no uniform-precision cuSPARSE routine (only
+int8 inputs with int32 outputs, which is not NumPy's int8 product). When
+``beta == 0`` the output is zeroed before the call, so that uninitialised
+memory (NaN bit patterns) can never leak into ``0 * y``. Index pointer and
+indices must share one index type (cuSPARSE's CSR descriptor takes one
+each, but mixed types are not documented as supported): callers pass
+matching types.
+
+Every function synchronises nothing except :func:`spgemm`, whose workflow
+reads the output size on the host (``cusparseSpMatGetSize``).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+__all__ = ["SUPPORT", "spgemm", "spmm", "spmv", "supports"]
+
+_FLOATS = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
+_INT32 = np.dtype(np.int32)
+_INT64 = np.dtype(np.int64)
+
+#: ``routine -> (value dtypes, index dtypes, sparse ops)``; SpGEMM's int64 indices need CUDA 13.
+SUPPORT = {
+    "spmv": (_FLOATS, frozenset((_INT32, _INT64)), frozenset("NTH")),
+    "spmm": (_FLOATS, frozenset((_INT32, _INT64)), frozenset("NTH")),
+    "spgemm": (_FLOATS, frozenset((_INT32,)), frozenset("N")),
+}
+_SPGEMM_INT64_RUNTIME = 13000
+
+
+@functools.cache
+def _lib():
+    from cupy_backends.cuda.libs import cusparse
+    return cusparse
+
+
+@functools.cache
+def _runtime_version() -> int:
+    import cupy
+    return int(cupy.cuda.runtime.runtimeGetVersion())
+
+
+def supports(routine: str, value_dtype, *index_dtypes, trans: str = "N") -> bool:
+    """Whether cuSPARSE's ``routine`` takes these value and index dtypes and sparse op."""
+    values, indices, ops = SUPPORT[routine]
+    index_dtypes = [np.dtype(d) for d in index_dtypes]
+    if np.dtype(value_dtype) not in values or trans not in ops:
+        return False
+    if len(set(index_dtypes)) > 1:
+        return False
+    if routine == "spgemm" and index_dtypes and index_dtypes[0] == _INT64:
+        return _runtime_version() >= _SPGEMM_INT64_RUNTIME
+    return all(d in indices for d in index_dtypes)
+
+
+# --------------------------------------------------------------------------
+# handle, types, descriptors
+# --------------------------------------------------------------------------
+
+def _handle():
+    """CuPy's cuSPARSE handle of the current device, bound to the current stream."""
+    import cupy
+    handle = cupy.cuda.device.get_cusparse_handle()
+    _lib().setStream(handle, cupy.cuda.get_current_stream().ptr)
+    return handle
+
+
+def _cuda_dtype(dtype) -> int:
+    from cupy._core import _dtype
+    return _dtype.to_cuda_dtype(np.dtype(dtype))
+
+
+def _index_type(dtype) -> int:
+    lib = _lib()
+    return lib.CUSPARSE_INDEX_32I if np.dtype(dtype) == _INT32 else lib.CUSPARSE_INDEX_64I
+
+
+def _op(trans: str) -> int:
+    lib = _lib()
+    return {"N": lib.CUSPARSE_OPERATION_NON_TRANSPOSE, "T": lib.CUSPARSE_OPERATION_TRANSPOSE,
+            "H": lib.CUSPARSE_OPERATION_CONJUGATE_TRANSPOSE}[trans]
+
+
+def _host_scalar(value, dtype):
+    """A host array holding ``value`` as ``dtype`` (kept alive by the caller: cuSPARSE reads its address)."""
+    return np.array(value, dtype=dtype)
+
+
+class _Descriptors:
+    """Creates cuSPARSE descriptors and destroys every one of them on exit."""
+
+    def __init__(self):
+        self._made = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for destroy, desc in reversed(self._made):
+            destroy(desc)
+        self._made.clear()
+        return False
+
+    def csr(self, indptr, indices, data, shape, nnz=None):
+        lib = _lib()
+        n_rows, n_cols = (int(s) for s in shape)
+        nnz = int(indices.shape[0]) if nnz is None else nnz
+        desc = lib.createCsr(
+            n_rows, n_cols, nnz, indptr.data.ptr, indices.data.ptr if nnz else 0,
+            data.data.ptr if nnz else 0, _index_type(indptr.dtype), _index_type(indices.dtype),
+            lib.CUSPARSE_INDEX_BASE_ZERO, _cuda_dtype(data.dtype),
+        )
+        self._made.append((lib.destroySpMat, desc))
+        return desc
+
+    def vector(self, arr):
+        lib = _lib()
+        desc = lib.createDnVec(int(arr.size), arr.data.ptr, _cuda_dtype(arr.dtype))
+        self._made.append((lib.destroyDnVec, desc))
+        return desc
+
+    def matrix(self, arr):
+        """A dense descriptor in the array's own order (C: row-major, F: column-major)."""
+        lib = _lib()
+        rows, cols = (int(s) for s in arr.shape)
+        if arr.flags.c_contiguous:
+            order, ld = lib.CUSPARSE_ORDER_ROW, max(cols, 1)
+        elif arr.flags.f_contiguous:
+            order, ld = lib.CUSPARSE_ORDER_COL, max(rows, 1)
+        else:
+            raise ValueError("cuSPARSE dense operands must be C- or F-contiguous")
+        desc = lib.createDnMat(rows, cols, ld, arr.data.ptr, _cuda_dtype(arr.dtype), order)
+        self._made.append((lib.destroyDnMat, desc))
+        return desc
+
+
+def _workspace(size: int):
+    import cupy
+    return cupy.empty(max(int(size), 1), dtype=np.int8)
+
+
+def _alg(*names) -> int:
+    lib = _lib()
+    for name in names:
+        if hasattr(lib, name):
+            return getattr(lib, name)
+    return 0
+
+
+# --------------------------------------------------------------------------
+# SpMV, SpMM
+# --------------------------------------------------------------------------
+
+def spmv(indptr, indices, data, shape, x, y, alpha, beta, trans):
+    """``y = alpha * op(A) @ x + beta * y`` with cuSPARSE (preconditions of the ``spmv`` primitive, nnz > 0)."""
+    lib = _lib()
+    handle = _handle()
+    dtype = data.dtype
+    if beta == 0:
+        y.fill(0)
+    a_h, b_h = _host_scalar(alpha, dtype), _host_scalar(beta, dtype)
+    alg = _alg("CUSPARSE_SPMV_ALG_DEFAULT", "CUSPARSE_MV_ALG_DEFAULT")
+    cdt = _cuda_dtype(dtype)
+    with _Descriptors() as d:
+        mat, vx, vy = d.csr(indptr, indices, data, shape), d.vector(x), d.vector(y)
+        size = lib.spMV_bufferSize(handle, _op(trans), a_h.ctypes.data, mat, vx, b_h.ctypes.data, vy, cdt, alg)
+        work = _workspace(size)
+        lib.spMV(handle, _op(trans), a_h.ctypes.data, mat, vx, b_h.ctypes.data, vy, cdt, alg, work.data.ptr)
+
+
+def spmm(indptr, indices, data, shape, b, out, alpha, beta, trans):
+    """``out = alpha * op(A) @ b + beta * out`` with cuSPARSE; ``b`` and ``out`` in one order (C or F), nnz > 0."""
+    lib = _lib()
+    handle = _handle()
+    dtype = data.dtype
+    if beta == 0:
+        out.fill(0)
+    a_h, b_h = _host_scalar(alpha, dtype), _host_scalar(beta, dtype)
+    alg = _alg("CUSPARSE_SPMM_ALG_DEFAULT", "CUSPARSE_MM_ALG_DEFAULT")
+    cdt = _cuda_dtype(dtype)
+    op_b = lib.CUSPARSE_OPERATION_NON_TRANSPOSE
+    with _Descriptors() as d:
+        mat, mb, mc = d.csr(indptr, indices, data, shape), d.matrix(b), d.matrix(out)
+        size = lib.spMM_bufferSize(handle, _op(trans), op_b, a_h.ctypes.data, mat, mb, b_h.ctypes.data,
+                                   mc, cdt, alg)
+        work = _workspace(size)
+        lib.spMM(handle, _op(trans), op_b, a_h.ctypes.data, mat, mb, b_h.ctypes.data, mc, cdt, alg,
+                 work.data.ptr)
+
+
+# --------------------------------------------------------------------------
+# SpGEMM
+# --------------------------------------------------------------------------
+
+def spgemm(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape):
+    """``A @ B`` with cuSPARSE's SpGEMM workflow; both operands canonical CSR, one index and value dtype, nnz > 0.
+
+    Returns ``(indptr, indices, data)`` (sorted column indices, as cuSPARSE
+    writes them). Synchronises once (``cusparseSpMatGetSize``). Falls back
+    from the default algorithm to ``CUSPARSE_SPGEMM_ALG2`` when the first
+    work estimation fails for lack of memory, as CuPy does.
+    """
+    import cupy
+    lib = _lib()
+    handle = _handle()
+    m, k, n = (int(s) for s in shape)
+    dtype = a_data.dtype
+    idx = a_indices.dtype
+    cdt = _cuda_dtype(dtype)
+    op = lib.CUSPARSE_OPERATION_NON_TRANSPOSE
+    a_h, b_h = _host_scalar(1, dtype), _host_scalar(0, dtype)
+    c_indptr = cupy.zeros(m + 1, dtype=idx)
+    c_empty_idx = cupy.empty(0, dtype=idx)
+    c_empty_val = cupy.empty(0, dtype=dtype)
+    spgemm_desc = lib.spGEMM_createDescr()
+    try:
+        with _Descriptors() as d:
+            mat_a = d.csr(a_indptr, a_indices, a_data, (m, k))
+            mat_b = d.csr(b_indptr, b_indices, b_data, (k, n))
+            mat_c = d.csr(c_indptr, c_empty_idx, c_empty_val, (m, n), nnz=0)
+
+            def estimate(alg):
+                size = lib.spGEMM_workEstimation(handle, op, op, a_h.ctypes.data, mat_a, mat_b, b_h.ctypes.data,
+                                                 mat_c, cdt, alg, spgemm_desc, 0, 0)
+                buf = _workspace(size)
+                lib.spGEMM_workEstimation(handle, op, op, a_h.ctypes.data, mat_a, mat_b, b_h.ctypes.data,
+                                          mat_c, cdt, alg, spgemm_desc, size, buf.data.ptr)
+                return buf
+
+            alg = lib.CUSPARSE_SPGEMM_DEFAULT
+            try:
+                buf1 = estimate(alg)
+            except lib.CuSparseError:
+                alg = _alg("CUSPARSE_SPGEMM_ALG2")
+                buf1 = estimate(alg)
+            size2 = lib.spGEMM_compute(handle, op, op, a_h.ctypes.data, mat_a, mat_b, b_h.ctypes.data,
+                                       mat_c, cdt, alg, spgemm_desc, 0, 0)
+            buf2 = _workspace(size2)
+            lib.spGEMM_compute(handle, op, op, a_h.ctypes.data, mat_a, mat_b, b_h.ctypes.data,
+                               mat_c, cdt, alg, spgemm_desc, size2, buf2.data.ptr)
+            sizes = np.zeros(3, dtype=np.int64)
+            lib.spMatGetSize(mat_c, sizes[0:].ctypes.data, sizes[1:].ctypes.data, sizes[2:].ctypes.data)
+            nnz = int(sizes[2])
+            c_indices = cupy.empty(nnz, dtype=idx)
+            c_data = cupy.empty(nnz, dtype=dtype)
+            lib.csrSetPointers(mat_c, c_indptr.data.ptr, c_indices.data.ptr, c_data.data.ptr)
+            lib.spGEMM_copy(handle, op, op, a_h.ctypes.data, mat_a, mat_b, b_h.ctypes.data,
+                            mat_c, cdt, alg, spgemm_desc)
+            del buf1, buf2
+    finally:
+        lib.spGEMM_destroyDescr(spgemm_desc)
+    return c_indptr, c_indices, c_data

@@ -1,0 +1,232 @@
+"""CUDA products: SpMV, SpMM, SpGEMM through cuSPARSE where it applies, hand-written kernels elsewhere.
+
+Dispatch, per call, on what cuSPARSE takes (``_cusparse.SUPPORT``):
+
+* ``spmv`` / ``spmm``: float and complex values go to cuSPARSE's generic
+  SpMV / SpMM, with the dense operands in the order they have (row-major
+  or column-major, no copy). Integer values run ``gs_csr_spmm``
+  (``cuda_kernels/spmm.cu``); a transposed integer product first transposes
+  the CSR matrix on the device (a radix sort of the entries), so no atomics
+  are needed for 8- and 16-bit integers.
+* ``spgemm``: cuSPARSE's SpGEMM for float and complex values with int32
+  indices (int64 from CUDA 13); otherwise an expand-sort-compress product
+  built from the sort and segment primitives, with a
+  :class:`~gpusparse.GpuSparseEfficiencyWarning` saying what to change.
+* ``sddmm`` and ``spmm_reduce``: always the hand-written kernels
+  (``sddmm.cu``, ``spmm.cu``): CuPy binds no cusparseSDDMM, and cuSPARSE has
+  no reduced SpMM.
+
+Nothing here synchronises except ``spgemm``, which reads its output size on
+the host (documented in the primitive's specification).
+"""
+
+from __future__ import annotations
+
+import cupy
+import numpy as np
+
+from gpusparse._errors import warn_efficiency
+from gpusparse._kernels.cuda import _cusparse
+from gpusparse._kernels.cuda._loader import get_function
+
+__all__ = ["sddmm", "spgemm", "spmm", "spmm_reduce", "spmv"]
+
+_THREADS = 256
+_I64 = np.dtype(np.int64)
+_REDUCE_CODES = {"sum": 0, "mean": 1, "max": 2, "min": 3}
+
+
+def _blocks(n: int, per_block: int = _THREADS) -> int:
+    return max(1, (int(n) + per_block - 1) // per_block)
+
+
+def _index_pair(indptr, indices):
+    """indptr and indices with one index dtype (int32 or int64), C-contiguous."""
+    dtype = np.dtype(np.int32) if indptr.dtype == indices.dtype == np.int32 else _I64
+    return (cupy.ascontiguousarray(indptr, dtype=dtype), cupy.ascontiguousarray(indices, dtype=dtype))
+
+
+def _scalar(value, dtype):
+    return np.array(value).astype(dtype)[()]
+
+
+def _scale_in_place(out, beta):
+    if beta == 0:
+        out.fill(0)
+    else:
+        out *= _scalar(beta, out.dtype)
+
+
+# --------------------------------------------------------------------------
+# transposing a CSR matrix (the integer fallback of op(A) = A.T)
+# --------------------------------------------------------------------------
+
+def _transpose_csr(indptr, indices, data, shape):
+    """The CSR arrays of ``A.T`` for the CSR ``A`` of ``shape``: a stable radix sort by column."""
+    from gpusparse._kernels import cuda as k
+    m, n = (int(s) for s in shape)
+    nnz = int(indices.shape[0])
+    rows = k.expand(indptr, nnz)
+    keys = indices.astype(_I64) * m + rows
+    bits = max(m * n - 1, 0).bit_length()
+    sorted_keys, perm = k.sort_pairs(keys, None, bits)
+    t_rows = sorted_keys // m  # the columns of A: the rows of A.T
+    t_cols = sorted_keys - t_rows * m
+    index_dtype = indices.dtype
+    t_indptr = k.compress(t_rows, n, index_dtype)
+    return t_indptr, t_cols.astype(index_dtype), cupy.take(data, perm)
+
+
+# --------------------------------------------------------------------------
+# SpMV, SpMM
+# --------------------------------------------------------------------------
+
+def _spmm_kernel(indptr, indices, data, shape, b, out, alpha, beta, trans):
+    """The hand-written path: op(A) @ b with C-ordered b and out (copies if needed)."""
+    if trans != "N":
+        if trans == "H" and data.dtype.kind == "c":
+            data = cupy.conj(data)
+        indptr, indices, data = _transpose_csr(indptr, indices, data, shape)
+    indptr, indices = _index_pair(indptr, indices)
+    b = cupy.ascontiguousarray(b)
+    target = out if out.flags.c_contiguous else cupy.ascontiguousarray(out)
+    m, n = target.shape
+    dtype = data.dtype
+    kernel = get_function("spmm", "gs_csr_spmm", (dtype, indptr.dtype))
+    kernel((_blocks(m * n),), (_THREADS,),
+           (indptr, indices, cupy.ascontiguousarray(data), b, target, np.int64(m), np.int64(n),
+            _scalar(alpha, dtype), _scalar(beta, dtype), np.int32(beta != 0)))
+    if target is not out:
+        out[...] = target
+
+
+def spmv(indptr, indices, data, shape, x, y, alpha=1, beta=0, trans="N"):
+    """CSR (indptr, indices, data) of ``shape``; x, y 1-D contiguous of data's dtype; not validated."""
+    if y.size == 0:
+        return
+    if indices.shape[0] == 0 or x.size == 0:
+        _scale_in_place(y, beta)
+        return
+    if _cusparse.supports("spmv", data.dtype, indptr.dtype, indices.dtype, trans=trans):
+        _cusparse.spmv(indptr, indices, data, shape, x, y, alpha, beta, trans)
+        return
+    _spmm_kernel(indptr, indices, data, shape, x.reshape(-1, 1), y.reshape(-1, 1), alpha, beta, trans)
+
+
+def spmm(indptr, indices, data, shape, b, out, alpha=1, beta=0, trans="N"):
+    """CSR of ``shape``; b (k, n) and out (m, n) C- or F-contiguous, data's dtype; not validated."""
+    if out.size == 0:
+        return
+    if indices.shape[0] == 0 or b.shape[0] == 0:
+        _scale_in_place(out, beta)
+        return
+    if _cusparse.supports("spmm", data.dtype, indptr.dtype, indices.dtype, trans=trans):
+        order = "C" if out.flags.c_contiguous else "F"
+        if not (b.flags.c_contiguous if order == "C" else b.flags.f_contiguous):
+            b = cupy.asarray(b, order=order)  # cuSPARSE wants B and C in one order
+        _cusparse.spmm(indptr, indices, data, shape, b, out, alpha, beta, trans)
+        return
+    _spmm_kernel(indptr, indices, data, shape, b, out, alpha, beta, trans)
+
+
+# --------------------------------------------------------------------------
+# SpMM with a reduction, SDDMM
+# --------------------------------------------------------------------------
+
+def spmm_reduce(indptr, indices, data, shape, b, op):
+    """Canonical CSR of ``shape``; b (k, n) C-contiguous of data's dtype; op in sum/mean/max/min; not validated."""
+    m, n = int(shape[0]), int(b.shape[1])
+    out = cupy.empty((m, n), dtype=data.dtype)
+    if out.size == 0:
+        return out
+    indptr, indices = _index_pair(indptr, indices)
+    kernel = get_function("spmm", "gs_csr_spmm_reduce", (data.dtype, indptr.dtype, _REDUCE_CODES[op]))
+    kernel((_blocks(m * n),), (_THREADS,),
+           (indptr, indices, cupy.ascontiguousarray(data), cupy.ascontiguousarray(b), out,
+            np.int64(m), np.int64(n)))
+    return out
+
+
+def sddmm(indptr, indices, a, bt, alpha=1):
+    """CSR pattern (indptr, indices) of an (m, n) matrix; a (m, k), bt (n, k) C-contiguous, one dtype; not validated."""
+    from gpusparse._kernels import cuda as k
+    nnz = int(indices.shape[0])
+    dtype = a.dtype
+    out = cupy.empty(nnz, dtype=dtype)
+    if nnz == 0:
+        return out
+    rows = k.expand(indptr, nnz)
+    indices = cupy.ascontiguousarray(indices)
+    if indices.dtype not in (np.int32, np.int64):
+        indices = indices.astype(_I64)
+    kernel = get_function("sddmm", "gs_sddmm", (dtype, indices.dtype))
+    kernel((_blocks(nnz * 32),), (_THREADS,),
+           (rows, indices, cupy.ascontiguousarray(a), cupy.ascontiguousarray(bt), np.int64(nnz),
+            np.int64(a.shape[1]), _scalar(alpha, dtype), out))
+    return out
+
+
+# --------------------------------------------------------------------------
+# SpGEMM
+# --------------------------------------------------------------------------
+
+def _empty_product(m, dtype):
+    return cupy.zeros(m + 1, dtype=np.int32), cupy.empty(0, dtype=np.int32), cupy.empty(0, dtype=dtype)
+
+
+def _spgemm_esc(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape):
+    """Expand every product term, radix-sort the terms by (row, column), sum the runs."""
+    from gpusparse._kernels import cuda as k
+    m, _, n = (int(s) for s in shape)
+    nnz_a = int(a_indices.shape[0])
+    a_rows = k.expand(a_indptr, nnz_a)
+    a_cols = a_indices.astype(_I64)
+    b_ptr = b_indptr.astype(_I64)
+    starts = b_ptr[a_cols]
+    counts = b_ptr[a_cols + 1] - starts
+    ptr = cupy.zeros(nnz_a + 1, dtype=_I64)
+    cupy.cumsum(counts, out=ptr[1:])
+    total = int(ptr[-1])  # the number of product terms (spgemm may synchronise)
+    if total == 0:
+        return _empty_product(m, a_data.dtype)
+    src_a = k.expand(ptr, total)
+    src_b = cupy.take(starts, src_a) + (cupy.arange(total, dtype=_I64) - cupy.take(ptr, src_a))
+    keys = cupy.take(a_rows, src_a) * n + cupy.take(b_indices, src_b).astype(_I64)
+    values = cupy.take(a_data, src_a) * cupy.take(b_data, src_b)
+    sorted_keys, perm = k.sort_pairs(keys, None, max(m * n - 1, 0).bit_length())
+    ids = k.segment_ids(sorted_keys)
+    n_out = int(ids[-1]) + 1  # the output size
+    seg = k.segment_starts(ids, n_out)
+    out_values = k.segment_reduce(values.reshape(-1, 1), seg, "sum", perm).reshape(-1)
+    out_keys = cupy.take(sorted_keys, seg[:-1])
+    rows = out_keys // n
+    index_dtype = np.int32 if max(m, n, n_out) <= np.iinfo(np.int32).max else _I64
+    indptr = k.compress(rows, m, index_dtype)
+    return indptr, (out_keys - rows * n).astype(index_dtype), out_values
+
+
+def spgemm(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape):
+    """Two CSR matrices, (m, k) and (k, n) for ``shape = (m, k, n)``, one value dtype; not validated."""
+    m = int(shape[0])
+    dtype = a_data.dtype
+    if a_indices.shape[0] == 0 or b_indices.shape[0] == 0:
+        return _empty_product(m, dtype)
+    index_dtype = np.dtype(np.int32) if max(int(s) for s in shape) <= np.iinfo(np.int32).max else _I64
+    if index_dtype == np.int32 and (a_indices.dtype == _I64 or b_indices.dtype == _I64):
+        nnz_fits = max(int(a_indices.shape[0]), int(b_indices.shape[0])) <= np.iinfo(np.int32).max
+        index_dtype = np.dtype(np.int32) if nnz_fits else _I64
+    if _cusparse.supports("spgemm", dtype, index_dtype):
+        a_indptr, a_indices = (cupy.ascontiguousarray(x, dtype=index_dtype) for x in (a_indptr, a_indices))
+        b_indptr, b_indices = (cupy.ascontiguousarray(x, dtype=index_dtype) for x in (b_indptr, b_indices))
+        return _cusparse.spgemm(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape)
+    if dtype.kind in "fc":
+        warn_efficiency(
+            "sparse @ sparse with int64 indices has no cuSPARSE SpGEMM before CUDA 13; gpusparse "
+            "expands and sorts every product term instead (slower, more memory)"
+        )
+    else:
+        warn_efficiency(
+            f"sparse @ sparse of {dtype.name} values has no cuSPARSE SpGEMM; gpusparse expands "
+            "and sorts every product term instead (cast to float64 for cuSPARSE where the values allow)"
+        )
+    return _spgemm_esc(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape)

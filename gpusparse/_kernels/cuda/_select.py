@@ -1,0 +1,56 @@
+"""Launches of ``cuda_kernels/select.cu``: copies of runs of rows."""
+
+from __future__ import annotations
+
+import cupy
+import numpy as np
+
+from gpusparse._kernels.cuda._loader import get_function
+
+_I64 = np.dtype(np.int64)
+_THREADS = 256
+_WARPS_PER_BLOCK = _THREADS // 32
+#: Enough blocks to fill any current GPU; more segments loop (grid-stride).
+_MAX_BLOCKS = 65536
+
+
+def _as_words(arr):
+    size = arr.dtype.itemsize // (2 if arr.dtype.kind == "c" else 1)
+    return arr.view(np.dtype(f"u{size}"))
+
+
+def copy_segments(values, src_starts, dst_starts, lengths, out):
+    """values (m, w), out (n, w) C-contiguous of one dtype; runs in bounds, destinations disjoint."""
+    if not out.flags.c_contiguous:
+        raise ValueError("copy_segments: out must be C-contiguous (it is written in place)")
+    n_segments = int(lengths.size)
+    if n_segments == 0 or values.shape[1] == 0 or out.shape[0] == 0:
+        return None
+    values = cupy.ascontiguousarray(values)
+    src_starts = cupy.ascontiguousarray(src_starts, dtype=_I64)
+    dst_starts = cupy.ascontiguousarray(dst_starts, dtype=_I64)
+    lengths = cupy.ascontiguousarray(lengths, dtype=_I64)
+    src, dst = _as_words(values), _as_words(out)
+    blocks = min(_MAX_BLOCKS, -(-n_segments // _WARPS_PER_BLOCK))
+    kernel = get_function("select", "gs_copy_segments", (src.dtype,))
+    kernel((blocks,), (_THREADS,), (src, src_starts, dst_starts, lengths, np.int64(n_segments),
+                                    np.int64(src.shape[1]), dst))
+    return None
+
+
+def segment_search(keys, starts, ends, values, side="left"):
+    """keys (n,) integer, sorted within each [starts[i], ends[i]); values (s,) int64; not validated."""
+    n_segments = int(starts.size)
+    out = cupy.empty(n_segments, dtype=_I64)
+    if n_segments == 0:
+        return out
+    keys = cupy.ascontiguousarray(keys)
+    if keys.dtype not in (np.int32, np.int64):
+        keys = keys.astype(np.int64)
+    starts = cupy.ascontiguousarray(starts, dtype=_I64)
+    ends = cupy.ascontiguousarray(ends, dtype=_I64)
+    values = cupy.ascontiguousarray(values, dtype=_I64)
+    kernel = get_function("select", "gs_segment_search", (keys.dtype,))
+    kernel((-(-n_segments // _THREADS),), (_THREADS,),
+           (keys, starts, ends, values, np.int64(n_segments), np.int32(side == "right"), out))
+    return out

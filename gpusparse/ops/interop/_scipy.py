@@ -1,0 +1,189 @@
+"""scipy.sparse arrays and matrices: CSR/CSC shared as they are, COO stacked.
+
+SciPy stores CSR/CSC exactly as gpusparse does (``indptr``, ``indices``,
+``data``), so those components are shared both ways. SciPy keeps one index
+array per dimension for COO where gpusparse keeps one ``(ndim, nnz)`` array:
+exporting shares the rows of that array, importing stacks them -- a copy,
+unless the rows already lie back to back in memory, as they do for a SciPy
+array made by :func:`to_scipy`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpusparse.ops.interop._common import (
+    check_copy,
+    finish_import,
+    loaded,
+    order_state,
+    pointer,
+    refuse,
+    require_host,
+    require_zero_fill,
+    stack_rows,
+)
+
+__all__ = ["from_scipy", "is_scipy_sparse", "to_scipy"]
+
+_KINDS = ("array", "matrix")
+
+
+def is_scipy_sparse(obj) -> bool:
+    """True for a scipy.sparse array or matrix; never imports SciPy."""
+    sp = loaded("scipy.sparse")
+    return sp is not None and bool(sp.issparse(obj))
+
+
+def _coords_of(m) -> tuple:
+    """The per-dimension index arrays of a SciPy COO (``coords`` since SciPy 1.13)."""
+    coords = getattr(m, "coords", None)
+    return tuple(coords) if coords is not None else (m.row, m.col)
+
+
+def from_scipy(m, *, copy=None):
+    """A gpusparse array for the scipy.sparse array or matrix ``m``.
+
+    Parameters
+    ----------
+    m : scipy.sparse array or matrix
+        CSR and CSC (2-D) share ``indptr``, ``indices`` and ``data``; COO
+        (any number of dimensions) shares ``data`` and stacks ``coords``
+        into one ``(ndim, nnz)`` array. Other formats (DIA, BSR, LIL, DOK,
+        1-D CSR) go through ``m.tocsr()`` or ``m.tocoo()``, which copies.
+    copy : bool, optional
+        ``None`` (default) shares what the layouts allow, ``True`` always
+        copies, ``False`` raises ``ValueError`` where a copy is unavoidable
+        (COO coordinates, other formats, non-canonical CSR/CSC, index or
+        value dtypes gpusparse does not keep).
+
+    Returns
+    -------
+    COO, CSR or CSC
+        On the CPU. CSR/CSC entries are made canonical (sorted within each
+        row/column, duplicates summed) if they are not; COO flags say whether
+        the coordinates are sorted and unique, as one pass over them finds.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp, gpusparse as gs
+    >>> m = sp.csr_array(np.array([[0.0, 1.0], [2.0, 0.0]]))
+    >>> x = gs.from_scipy(m)
+    >>> x.format, x.indptr
+    ('csr', array([0, 1, 2], dtype=int32))
+    >>> x.data.ctypes.data == m.data.ctypes.data
+    True
+    """
+    if not is_scipy_sparse(m):
+        raise TypeError(f"m must be a scipy.sparse array or matrix, got {type(m).__name__}")
+    copy = check_copy(copy)
+    if m.format in ("csr", "csc") and m.ndim == 2:
+        return _from_compressed(m, copy)
+    if m.format == "coo":
+        return _from_coo(m, copy)
+    refuse(copy, f"gpusparse has no {m.ndim}-d {m.format.upper()} format; the matrix is "
+                 "converted through CSR or COO")
+    converted = m.tocsr() if m.ndim == 2 and m.format != "csr" else m.tocoo()
+    return from_scipy(converted, copy=True if copy else None)
+
+
+def _from_compressed(m, copy):
+    from gpusparse.containers import CSC, CSR
+    cls = CSR if m.format == "csr" else CSC
+    sources = (m.indptr, m.indices, m.data)
+    out = cls(*sources, shape=m.shape, device="cpu")
+    return finish_import(out, sources, copy, "SciPy")
+
+
+def _from_coo(m, copy):
+    from gpusparse.containers import COO
+    from gpusparse.ops import _validate
+    rows = _coords_of(m)
+    coords, fresh = stack_rows(rows, np)
+    if fresh and coords.size:
+        refuse(copy, "SciPy COO keeps one index array per dimension, which gpusparse stacks "
+                     "into one (ndim, nnz) array")
+    coords, data, shape, fill, dev = _validate.coo_components(coords, m.data, m.shape, None, "cpu", True)
+    state = order_state(coords, shape, dev)
+    out = COO._from_parts(coords, data, shape, fill, dev, sorted=state >= 1, unique=state == 2)
+    return finish_import(out, (None if fresh else rows[0], m.data), copy, "SciPy")
+
+
+def to_scipy(x, *, copy=None, kind="array"):
+    """A scipy.sparse array (or matrix) over the components of ``x``.
+
+    Parameters
+    ----------
+    x : COO, CSR or CSC
+        On the CPU (``x.to("cpu")`` first for a CUDA array: nothing moves
+        between devices silently), with fill value 0 and no dense
+        dimensions, which SciPy does not have.
+    copy : bool, optional
+        ``None`` (default) and ``False`` share every component -- a COO's
+        coordinate rows too -- so the result and ``x`` see each other's
+        writes; ``True`` copies them.
+    kind : {"array", "matrix"}
+        ``coo_array``/``csr_array``/``csc_array`` or the ``*_matrix``
+        classes (2-D only).
+
+    Returns
+    -------
+    scipy.sparse array or matrix
+        Its ``has_canonical_format`` is True for CSR/CSC and for a coalesced
+        COO (SciPy >= 1.13, whose canonical COO order is row-major), False
+        otherwise.
+
+    Examples
+    --------
+    >>> import gpusparse as gs
+    >>> x = gs.CSR([0, 1, 2], [1, 0], [1.0, 2.0], shape=(2, 2), device="cpu")
+    >>> m = gs.to_scipy(x)
+    >>> type(m).__name__, m.has_canonical_format
+    ('csr_array', True)
+    >>> m.toarray()
+    array([[0., 1.],
+           [2., 0.]])
+    >>> m.indptr.ctypes.data == x.indptr.ctypes.data
+    True
+    """
+    import scipy.sparse as sp
+
+    from gpusparse.ops import convert
+    copy = check_copy(copy)
+    if kind not in _KINDS:
+        raise ValueError(f"kind must be one of {_KINDS}, got {kind!r}")
+    require_host(x, "SciPy")
+    require_zero_fill(x, "SciPy")
+    if x.dense_dim:
+        raise ValueError(
+            f"SciPy has no dense dimensions, but x has {x.dense_dim} (shape {x.shape}, "
+            f"sparse_dim {x.sparse_dim}); store every dimension as a sparse one first"
+        )
+    if kind == "matrix" and x.ndim != 2:
+        raise ValueError(f"kind='matrix' needs a 2-d array, x has shape {x.shape}")
+    if x.ndim == 0:
+        raise ValueError("SciPy has no 0-d sparse arrays")
+    if copy:
+        x = convert.copy(x)
+    cls = getattr(sp, f"{x.format}_{kind}")
+    m = cls(x.shape, dtype=x.dtype)  # empty; the components are set below without any cast
+    if x.format == "coo":
+        rows = tuple(x.coords)
+        if isinstance(getattr(type(m), "row", None), property):
+            m.coords = rows
+            canonical = x.is_coalesced()  # SciPy's canonical COO order is row-major (C order)
+        else:  # SciPy before 1.13: row and col are plain attributes, canonical order column-major
+            m.row, m.col = rows
+            canonical = False
+        m.data = x.data
+        m.has_canonical_format = canonical
+        shared = ((x.coords, _coords_of(m)[0]), (x.data, m.data))
+    else:
+        m.indptr, m.indices, m.data = x.indptr, x.indices, x.data
+        m.has_canonical_format = True
+        m.check_format(full_check=False)
+        shared = ((x.indptr, m.indptr), (x.indices, m.indices), (x.data, m.data))
+    for ours, theirs in shared:  # SciPy may have replaced an array while checking it
+        if ours.size and pointer(ours) != pointer(theirs):
+            refuse(copy, f"SciPy replaced a component of dtype {ours.dtype.name}")
+    return m

@@ -1,0 +1,285 @@
+"""Bad input raises ValueError, TypeError or RuntimeError naming the argument at fault."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gpusparse as gs
+from gpusparse import COO, CSC, CSR
+
+
+@pytest.fixture(autouse=True)
+def _on_the_cpu():
+    # Errors are raised before any kernel runs; the CPU keeps them fast.
+    with gs.device("cpu"):
+        yield
+
+
+OK_COORDS = np.array([[0, 1], [1, 0]])
+OK_DATA = np.array([1.0, 2.0])
+
+
+# --------------------------------------------------------------------------
+# COO
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("coords, shape", [
+    ([[0, 3]], (3,)),
+    ([[0, 1], [1, 2]], (2, 2)),
+    ([[5, 0], [0, 0]], (2, 2)),
+    ([[0, 2**40]], (2**40,)),
+])
+def test_coo_coordinates_out_of_bounds(coords, shape):
+    with pytest.raises(ValueError, match="coords out of bounds"):
+        COO(np.array(coords), np.ones(np.array(coords).shape[1]), shape)
+
+
+@pytest.mark.parametrize("coords", [[[0, -1]], [[-5, 0], [0, 0]], np.array([[2**63 + 1]], dtype=np.uint64)])
+def test_coo_negative_coordinates(coords):
+    coords = np.asarray(coords)
+    with pytest.raises(ValueError, match="coords must be non-negative"):
+        COO(coords, np.ones(coords.shape[1]))
+    with pytest.raises(ValueError, match="coords must be non-negative"):
+        COO(coords, np.ones(coords.shape[1]), shape=(2**63 - 1,) * coords.shape[0])
+
+
+def test_coo_coordinates_of_the_wrong_dimensionality():
+    with pytest.raises(ValueError, match="coords must have shape"):
+        COO(np.zeros((1, 2, 3), np.int64), np.ones(3))
+    with pytest.raises(ValueError, match="coords must have shape"):
+        COO(np.array(0), np.ones(1))
+
+
+def test_coo_length_mismatch():
+    with pytest.raises(ValueError, match="coords and data"):
+        COO(OK_COORDS, np.ones(3))
+    with pytest.raises(ValueError, match="coords and data"):
+        COO(OK_COORDS, np.ones((1, 2)))
+
+
+@pytest.mark.parametrize("coords", [
+    np.array([[0.0, 1.0]]),
+    np.array([[0, None]], dtype=object),
+    np.array([[True, False]]),
+    np.array([[1 + 0j, 0j]]),
+    [["0", "1"]],
+])
+def test_coo_coordinates_must_be_integers(coords):
+    with pytest.raises(TypeError, match="coords must have an integer dtype"):
+        COO(coords, np.ones(2))
+
+
+def test_coo_zero_sparse_dimensions_hold_one_entry():
+    with pytest.raises(ValueError, match="coords"):
+        COO(np.zeros((0, 2), np.int64), np.ones(2))
+
+
+@pytest.mark.parametrize("shape, match", [
+    ((2,), "shape"),  # too short
+    ((2, 2, 2), "shape"),  # too long for all-sparse data
+    ((2, -1), "shape must not have negative"),
+    ((2, 1), "coords out of bounds"),  # too small
+])
+def test_coo_bad_shape_values(shape, match):
+    with pytest.raises(ValueError, match=match):
+        COO(OK_COORDS, OK_DATA, shape)
+
+
+@pytest.mark.parametrize("shape", [(2.0, 2.0), ("a", "b"), (2, None), "ab", 2.5])
+def test_coo_shape_of_non_integers(shape):
+    with pytest.raises(TypeError, match="shape"):
+        COO(OK_COORDS, OK_DATA, shape)
+
+
+def test_coo_shape_disagreeing_with_dense_dimensions():
+    with pytest.raises(ValueError, match="shape"):
+        COO(OK_COORDS, np.ones((2, 3)), shape=(2, 2, 4))
+
+
+@pytest.mark.parametrize("data", [
+    np.ones(2, dtype=np.float16),
+    np.array([1, "a"], dtype=object),
+    np.array(["a", "b"]),
+    np.array([b"a", b"b"]),
+    np.array(["2020-01-01", "2020-01-02"], dtype="datetime64[D]"),
+    np.ones(2, dtype=np.longdouble) if np.dtype(np.longdouble) != np.float64 else np.ones(2, dtype=np.float16),
+])
+def test_coo_unsupported_value_dtypes(data):
+    with pytest.raises(TypeError, match="data has unsupported dtype"):
+        COO(OK_COORDS, data)
+
+
+@pytest.mark.parametrize("dtype, fill", [
+    (np.int64, 0.5),
+    (np.int64, np.nan),
+    (np.int32, 2**40),
+    (np.uint8, -1),
+    (np.uint8, 300),
+    (np.bool_, 2),
+    (np.float64, 1j),
+    (np.float32, 1e300),
+    (np.int8, "a"),
+])
+def test_fill_value_that_cannot_be_represented(dtype, fill):
+    with pytest.raises(TypeError, match="fill_value"):
+        COO(OK_COORDS, OK_DATA.astype(dtype), fill_value=fill)
+
+
+def test_fill_value_must_be_a_scalar():
+    with pytest.raises(ValueError, match="fill_value must be a scalar"):
+        COO(OK_COORDS, OK_DATA, fill_value=[1.0, 2.0])
+
+
+def test_default_value_that_cannot_be_represented():
+    x = COO(OK_COORDS, np.array([1, 2]))
+    with pytest.raises(TypeError, match="default_value"):
+        x.to_dense(default_value=0.5)
+
+
+# --------------------------------------------------------------------------
+# CSR / CSC
+# --------------------------------------------------------------------------
+
+def _csr(indptr=(0, 1, 2), indices=(1, 0), data=(1.0, 2.0), shape=(2, 2), cls=CSR):
+    return cls(np.asarray(indptr), np.asarray(indices), np.asarray(data), shape)
+
+
+@pytest.mark.parametrize("cls", [CSR, CSC])
+@pytest.mark.parametrize("indptr, match", [
+    ((1, 1, 2), "indptr must start at 0"),
+    ((0, 1, 1), "indptr must start at 0 and end at nnz"),
+    ((0, 1, 3), "indptr must start at 0 and end at nnz"),
+    ((0, 3, 2), "indptr must be non-decreasing"),
+    ((0, 2), "indptr must have 3 entries"),
+    ((0, 1, 2, 2), "indptr must have 3 entries"),
+    (((0, 1, 2),), "indptr must be 1-d"),
+])
+def test_bad_indptr(cls, indptr, match):
+    with pytest.raises(ValueError, match=match):
+        _csr(indptr=indptr, cls=cls)
+
+
+@pytest.mark.parametrize("cls", [CSR, CSC])
+@pytest.mark.parametrize("indices", [(2, 0), (0, -1), (5, 7)])
+def test_indices_out_of_range(cls, indices):
+    with pytest.raises(ValueError, match="indices out of range"):
+        _csr(indices=indices, cls=cls)
+
+
+def test_bad_compressed_component_types_and_shapes():
+    with pytest.raises(TypeError, match="indptr must have an integer dtype"):
+        _csr(indptr=(0.0, 1.0, 2.0))
+    with pytest.raises(TypeError, match="indices must have an integer dtype"):
+        _csr(indices=(1.0, 0.0))
+    with pytest.raises(ValueError, match="indices must be 1-d"):
+        _csr(indices=((1, 0),))
+    with pytest.raises(ValueError, match="indices has 2 entries but data has 3"):
+        _csr(data=(1.0, 2.0, 3.0))
+    with pytest.raises(TypeError, match="data has unsupported dtype"):
+        _csr(data=np.ones(2, np.float16))
+
+
+@pytest.mark.parametrize("shape", [(2,), (2, 2, 3), ()])
+def test_bad_compressed_shape(shape):
+    with pytest.raises(ValueError, match="shape must be"):
+        _csr(shape=shape)
+
+
+def test_compressed_shape_is_required():
+    with pytest.raises(TypeError, match="shape is required"):
+        _csr(shape=None)
+
+
+def test_compressed_fill_value():
+    with pytest.raises(TypeError, match="fill_value"):
+        CSR(np.array([0, 1]), np.array([0]), np.array([1]), (1, 1), fill_value=0.5)
+
+
+# --------------------------------------------------------------------------
+# Formats
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("format", ["dense", "bsr", "", None, 3, "csr "])
+def test_bad_format_names(format):
+    x = COO(OK_COORDS, OK_DATA)
+    with pytest.raises(ValueError, match="format must be one of"):
+        x.asformat(format)
+    with pytest.raises(ValueError, match="format must be one of"):
+        gs.fromdense(np.eye(2), format=format if format is not None else "none")
+    with pytest.raises(ValueError, match="format must be one of"):
+        gs.zeros((2, 2), format=format if format is not None else "none")
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+@pytest.mark.parametrize("coords", [np.array([[0, 1]]), np.array([[0, 1], [1, 0], [0, 0]]), np.zeros((0, 1), np.int64)])
+def test_compressed_formats_need_two_sparse_dimensions(fmt, coords):
+    x = COO(coords, np.ones(coords.shape[1]))
+    with pytest.raises(ValueError, match="exactly 2 sparse dimensions"):
+        x.asformat(fmt)
+
+
+# --------------------------------------------------------------------------
+# Creation functions and conversions
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("density", [-0.1, 1.5, float("nan"), float("inf")])
+def test_random_density_out_of_range(density):
+    with pytest.raises(ValueError, match="density"):
+        gs.random((3, 3), density=density)
+
+
+def test_random_too_many_elements():
+    with pytest.raises(ValueError, match="shape"):
+        gs.random((2**32, 2**32), density=0.0)
+
+
+@pytest.mark.parametrize("make", [
+    lambda dtype: gs.zeros((2,), dtype=dtype),
+    lambda dtype: gs.eye(2, dtype=dtype),
+    lambda dtype: gs.random((2,), dtype=dtype),
+    lambda dtype: COO(OK_COORDS, OK_DATA).astype(dtype),
+    lambda dtype: gs.zeros_like(gs.zeros((2,)), dtype=dtype),
+])
+@pytest.mark.parametrize("dtype", [np.float16, object, str, "datetime64[s]"])
+def test_unsupported_dtype_arguments(make, dtype):
+    with pytest.raises(TypeError, match="dtype has unsupported dtype"):
+        make(dtype)
+
+
+def test_negative_sizes():
+    with pytest.raises(ValueError, match="shape"):
+        gs.zeros((2, -1))
+    with pytest.raises(ValueError, match="shape"):
+        gs.random((-3,))
+    with pytest.raises(ValueError, match="N, M"):
+        gs.eye(-1)
+    with pytest.raises(ValueError, match="N, M"):
+        gs.eye(2, -2)
+
+
+def test_fromdense_bad_arguments():
+    with pytest.raises(ValueError, match="sparse_dim"):
+        gs.fromdense(np.eye(2), sparse_dim=3)
+    with pytest.raises(ValueError, match="sparse_dim"):
+        gs.fromdense(np.eye(2), sparse_dim=-1)
+    with pytest.raises(TypeError, match="dense has unsupported dtype"):
+        gs.fromdense(np.eye(2, dtype=np.float16))
+    with pytest.raises(TypeError, match="fill_value"):
+        gs.fromdense(np.eye(2, dtype=np.int8), fill_value=0.5)
+
+
+def test_asarray_copy_false_where_a_copy_is_needed():
+    with pytest.raises(ValueError, match="copy=False"):
+        gs.asarray(np.eye(2), copy=False)
+    x = COO(OK_COORDS, OK_DATA)
+    with pytest.raises(ValueError, match="copy=False"):
+        gs.asarray(x, format="csr", copy=False)
+
+
+def test_bad_target_devices():
+    x = COO(OK_COORDS, OK_DATA)
+    with pytest.raises(ValueError, match="device"):
+        x.to("tpu")
+    with pytest.raises(TypeError, match="device"):
+        x.to(0)
