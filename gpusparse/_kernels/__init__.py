@@ -39,10 +39,30 @@ PRIMITIVES = (
     "expand",
     "scatter_dense",
     "gather",
+    # runs of rows (gpusparse.ops.indexing, .manipulation)
+    "copy_segments",
+    "segment_search",
+    "bucket_order",
+    # elementwise plans (gpusparse.ops.elementwise)
+    "merge_sorted",
+    # reductions (gpusparse.ops.reductions)
+    "reduce_by_key",
+    # products (gpusparse.ops.linalg)
+    "spmv",
+    "spmm",
+    "spmm_reduce",
+    "spgemm",
+    "sddmm",
 )
 
 #: Reductions ``segment_reduce`` understands.
-SEGMENT_OPS = ("sum", "prod", "min", "max")
+SEGMENT_OPS = ("sum", "prod", "min", "max", "any", "all", "argmin", "argmax")
+
+#: Reductions ``spmm_reduce`` understands.
+SPMM_REDUCE_OPS = ("sum", "mean", "max", "min")
+
+#: ``trans`` values of ``spmv`` / ``spmm``: op(A) = A, A.T, A.conj().T.
+TRANS_OPS = ("N", "T", "H")
 
 
 class Primitives(Protocol):
@@ -94,10 +114,44 @@ class Primitives(Protocol):
     def segment_reduce(self, values, starts, op, perm=None):
         """values (m, w); starts (s+1,) int64 non-decreasing; perm (n,) int64 in [0, m) or None.
 
-        Returns out (s, w) of values' dtype with
+        Returns out (s, w) with
         ``out[j] = op(values[perm[starts[j]:starts[j+1]]])`` (``values[...]``
-        directly when ``perm`` is None). ``op`` is one of :data:`SEGMENT_OPS`;
-        an empty segment gives the identity (0, 1, the dtype's max, its min).
+        directly when ``perm`` is None). ``op`` is one of :data:`SEGMENT_OPS`:
+        ``sum``, ``prod``, ``min``, ``max`` give values' dtype, an empty
+        segment the identity (0, 1, the dtype's max, its min; +-inf for
+        floats); min/max propagate NaN and order complex numbers
+        lexicographically (NumPy). ``any``, ``all`` give bool (``v != 0``,
+        NaN counts as True; empty: False, True). ``argmin``, ``argmax`` give
+        int64: the row of ``values`` (``perm[p]``, or ``p``) of the first
+        extreme element in segment order, the first NaN if any; -1 for an
+        empty segment.
+        """
+
+    def reduce_by_key(self, keys, values, n_out, op, with_counts=True):
+        """keys (n,) int64 in [0, n_out); values (n, w); not validated.
+
+        Returns ``(out, counts)``: ``out`` (n_out, w) with ``out[j] =
+        op(values[i] for i with keys[i] == j)`` (bool for ``any``/``all``,
+        values' dtype otherwise; the identity of :meth:`segment_reduce` where
+        no key is ``j``) and ``counts`` (n_out,) int64, the number of keys
+        equal to ``j`` (None with ``with_counts=False``, which saves a
+        scattered write per key). ``op``: ``sum``, ``prod``, ``min``,
+        ``max``, ``any``, ``all``. Keys need not be sorted; for a fixed
+        device the result does not depend on timing (deterministic
+        floating-point sums).
+        """
+
+    def merge_sorted(self, a_keys, b_keys, how):
+        """a_keys (na,), b_keys (nb,) int64, each strictly increasing; not validated.
+
+        ``how`` is ``"union"`` (every key of either input once) or
+        ``"intersection"`` (keys in both). Returns ``(keys, a_index, b_index,
+        count)``: the output keys in increasing order, each one's position in
+        ``a_keys`` and in ``b_keys`` (-1 where absent; never for an
+        intersection), and ``count``, a 0-d int64 device array with the
+        number of outputs. The arrays hold at least ``count`` entries (the
+        CUDA implementation returns capacity ``na + nb`` or ``min(na, nb)``
+        without synchronising); entries past ``count`` are undefined.
         """
 
     def compress(self, rows, n_rows, index_dtype):
@@ -123,4 +177,85 @@ class Primitives(Protocol):
         """values (m, w); index (n,) int64 in [0, m); not validated.
 
         Returns ``values[index]``, shape (n, w).
+        """
+
+    def copy_segments(self, values, src_starts, dst_starts, lengths, out, values2=None, out2=None):
+        """values (m, w), out (n, w) C-contiguous, one dtype; runs in bounds, destinations disjoint; not validated.
+
+        ``src_starts``, ``dst_starts``, ``lengths`` are (s,) int64. Writes
+        ``out[dst_starts[i] + j] = values[src_starts[i] + j]`` for every
+        segment ``i`` and ``0 <= j < lengths[i]`` in place; returns None.
+        An optional second pair ``values2`` (m, w2) / ``out2`` (n, w2) moves
+        by the same runs (the CPU does both in one pass).
+        (The row gathers of CSR row selection: one pass, no position arrays.)
+        """
+
+    def segment_search(self, keys, starts, ends, values, side="left"):
+        """keys (n,) int32/int64 sorted within each [starts[i], ends[i]); values (s,) int64; not validated.
+
+        Returns out (s,) int64: the first position ``p`` in
+        ``[starts[i], ends[i]]`` with ``keys[p] >= values[i]`` (``side="left"``)
+        or ``keys[p] > values[i]`` (``"right"``): ``numpy.searchsorted`` on
+        each segment, offset by its start. (Column ranges of CSR rows.)
+        """
+
+    def bucket_order(self, keys, n_buckets):
+        """keys (n,) int64 in [0, n_buckets); not validated.
+
+        Returns ``(dest, indptr)``: ``dest[i]`` (int64) is the position of
+        element ``i`` in the stable sorted order of ``keys`` (equal keys keep
+        their input order), ``indptr`` (n_buckets + 1,) int64 the first
+        position of each bucket. For small key ranges (the new leading axis
+        of a transposed sorted array); the CPU uses one counting pass.
+        """
+
+    # -- products (gpusparse.ops.linalg) ---------------------------------
+    # Sparse operands are CSR arrays of an (m, k) matrix: indptr (m + 1,)
+    # and indices (nnz,) int32 or int64, data (nnz,). Values are every
+    # numeric dtype but bool (the ops compute bool products in int64);
+    # integers wrap like NumPy's.
+
+    def spmv(self, indptr, indices, data, shape, x, y, alpha=1, beta=0, trans="N"):
+        """CSR (indptr, indices, data) of ``shape``; x, y 1-D contiguous of data's dtype; not validated.
+
+        ``y = alpha * op(A) @ x + beta * y`` in place; ``y`` is not read when
+        ``beta == 0`` (NaN there is ignored, as in BLAS). ``trans`` is one of
+        :data:`TRANS_OPS`: ``"N"`` (A), ``"T"`` (A.T), ``"H"`` (A.conj().T).
+        Duplicate or unsorted column indices within a row are allowed.
+        """
+
+    def spmm(self, indptr, indices, data, shape, b, out, alpha=1, beta=0, trans="N"):
+        """CSR of ``shape``; b (k, n) and out (m, n) C- or F-contiguous, data's dtype; not validated.
+
+        ``out = alpha * op(A) @ b + beta * out`` in place (``out`` not read
+        when ``beta == 0``); ``trans`` as in ``spmv``. Row-major (C) and
+        column-major (F) dense operands are both used without copies where
+        the implementation can (cuSPARSE takes either order).
+        """
+
+    def spmm_reduce(self, indptr, indices, data, shape, b, op):
+        """Canonical CSR of ``shape``; b (k, n) C-contiguous of data's dtype; op in sum/mean/max/min; not validated.
+
+        Returns out (m, n) of data's dtype with
+        ``out[i, :] = op over the stored (i, j) of data_ij * b[j, :]`` and 0 in
+        rows without entries (torch's ``sparse.mm(a, b, reduce=)``). ``mean``
+        needs an inexact dtype, ``max`` / ``min`` a real one; NaN propagates.
+        """
+
+    def spgemm(self, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape):
+        """Two CSR matrices, (m, k) and (k, n) for ``shape = (m, k, n)``, one value dtype; not validated.
+
+        Returns the CSR ``(indptr, indices, data)`` of ``A @ B``, canonical
+        (sorted unique column indices per row), keeping every position some
+        product reaches (structural zeros). Index dtype int32 where the sizes
+        allow, else int64. The one primitive that synchronises: it reads the
+        output size on the host between its passes, as cuSPARSE's SpGEMM
+        workflow does; the op calling it marks the call ``# sync:``.
+        """
+
+    def sddmm(self, indptr, indices, a, bt, alpha=1):
+        """CSR pattern (indptr, indices) of an (m, n) matrix; a (m, k), bt (n, k) C-contiguous, one dtype; not validated.
+
+        Returns values (nnz,) with ``values[p] = alpha * dot(a[row(p)], bt[indices[p]])``:
+        the entries of ``alpha * a @ bt.T`` at the stored positions (SDDMM).
         """

@@ -130,10 +130,10 @@ class SparseArray(abc.ABC):
         """This array as :class:`~gpusparse.CSC` (needs exactly two sparse dimensions)."""
         return self.asformat("csc")
 
-    def astype(self, dtype, copy: bool = True):
-        """This array with values (and fill value) cast to ``dtype``."""
-        from gpusparse.ops import convert
-        return convert.astype(self, dtype, copy=copy)
+    def astype(self, dtype, copy: bool = True, *, casting: str = "unsafe"):
+        """This array with values (and fill value) cast to ``dtype`` under NumPy's ``casting`` rule."""
+        from gpusparse.ops import elementwise
+        return elementwise.astype(self, dtype, casting=casting, copy=copy)
 
     def to(self, device):
         """This array on ``device`` (``"cpu"``, ``"cuda"``, ``"cuda:N"``); self if already there."""
@@ -177,3 +177,297 @@ class SparseArray(abc.ABC):
 
     def _repr_flags(self) -> str:
         return ""
+
+    # -- indexing and shape manipulation (gpusparse.ops.indexing, .manipulation)
+    def __getitem__(self, key):
+        """``x[key]`` with NumPy's rules on every dimension (see ``gpusparse.ops.indexing``)."""
+        from gpusparse.ops import indexing
+        return indexing.getitem(self, key)
+
+    @property
+    def T(self):
+        """All axes reversed (a 2-D CSR becomes a CSC over the same arrays)."""
+        from gpusparse.ops import manipulation
+        return manipulation.permute_dims(self)
+
+    @property
+    def mT(self):
+        """The last two axes swapped (the array API's ``matrix_transpose``)."""
+        from gpusparse.ops import manipulation
+        return manipulation.matrix_transpose(self)
+
+    def transpose(self, *axes):
+        """Permute the axes, NumPy-style: ``x.transpose(1, 0, 2)`` or ``x.transpose((1, 0, 2))``."""
+        from gpusparse.ops import manipulation
+        if len(axes) == 1 and not isinstance(axes[0], (int, np.integer)):
+            axes = axes[0]
+        return manipulation.permute_dims(self, axes or None)
+
+    def swapaxes(self, axis1, axis2):
+        """Interchange two axes (torch's ``transpose(dim0, dim1)``)."""
+        from gpusparse.ops import manipulation
+        return manipulation.swapaxes(self, axis1, axis2)
+
+    def reshape(self, *shape):
+        """The same elements in a new shape: ``x.reshape(2, -1)`` or ``x.reshape((2, -1))``."""
+        from gpusparse.ops import manipulation
+        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+            shape = shape[0]
+        return manipulation.reshape(self, shape)
+
+    def squeeze(self, axis=None):
+        """Remove axes of length one."""
+        from gpusparse.ops import manipulation
+        return manipulation.squeeze(self, axis)
+
+    def index_select(self, axis, index):
+        """The slices ``index`` along ``axis`` (torch's ``index_select``)."""
+        from gpusparse.ops import indexing
+        return indexing.index_select(self, axis, index)
+
+    def narrow(self, axis, start, length):
+        """``length`` slices from ``start`` along ``axis`` (torch's ``narrow``)."""
+        from gpusparse.ops import indexing
+        return indexing.narrow(self, axis, start, length)
+
+    # -- products (gpusparse.ops.linalg) ---------------------------------
+    def __matmul__(self, other):
+        """``self @ other`` (see ``gpusparse.ops.linalg.matmul``)."""
+        from gpusparse.ops import linalg
+        return linalg.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        """``other @ self`` for a dense ``other``."""
+        from gpusparse.ops import linalg
+        return linalg.matmul(other, self)
+
+    def dot(self, other):
+        """NumPy's ``dot`` of this array with ``other`` (see ``gpusparse.ops.linalg.dot``)."""
+        from gpusparse.ops import linalg
+        return linalg.dot(self, other)
+
+    # -- elementwise operations and reductions (gpusparse.ops.elementwise, .reductions)
+    #: Makes CuPy's binary operators defer to the reflected ones of a sparse operand.
+    __array_priority__ = 110
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """Every NumPy ufunc elementwise (``np.sin(x)``), its ``reduce``, and ``np.matmul``."""
+        from gpusparse.ops import _protocols
+        return _protocols.array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        """NumPy functions gpusparse implements (``np.sum``, ``np.where``, ``np.dot``, ...)."""
+        from gpusparse.ops import _protocols
+        return _protocols.array_function(func, types, args, kwargs)
+
+    def _op(self, name, *args):
+        from gpusparse.ops import elementwise
+        return elementwise.operator(getattr(np, name), *args)
+
+    def __add__(self, other):
+        return self._op("add", self, other)
+
+    def __radd__(self, other):
+        return self._op("add", other, self)
+
+    def __sub__(self, other):
+        return self._op("subtract", self, other)
+
+    def __rsub__(self, other):
+        return self._op("subtract", other, self)
+
+    def __mul__(self, other):
+        return self._op("multiply", self, other)
+
+    def __rmul__(self, other):
+        return self._op("multiply", other, self)
+
+    def __truediv__(self, other):
+        return self._op("true_divide", self, other)
+
+    def __rtruediv__(self, other):
+        return self._op("true_divide", other, self)
+
+    def __floordiv__(self, other):
+        return self._op("floor_divide", self, other)
+
+    def __rfloordiv__(self, other):
+        return self._op("floor_divide", other, self)
+
+    def __mod__(self, other):
+        return self._op("remainder", self, other)
+
+    def __rmod__(self, other):
+        return self._op("remainder", other, self)
+
+    def __divmod__(self, other):
+        return self._op("divmod", self, other)
+
+    def __rdivmod__(self, other):
+        return self._op("divmod", other, self)
+
+    def __pow__(self, other):
+        if type(other) in (int, float) and other == 2:  # as ndarray's ** (np.square)
+            return self._op("square", self)
+        return self._op("power", self, other)
+
+    def __rpow__(self, other):
+        return self._op("power", other, self)
+
+    def __and__(self, other):
+        return self._op("bitwise_and", self, other)
+
+    def __rand__(self, other):
+        return self._op("bitwise_and", other, self)
+
+    def __or__(self, other):
+        return self._op("bitwise_or", self, other)
+
+    def __ror__(self, other):
+        return self._op("bitwise_or", other, self)
+
+    def __xor__(self, other):
+        return self._op("bitwise_xor", self, other)
+
+    def __rxor__(self, other):
+        return self._op("bitwise_xor", other, self)
+
+    def __lshift__(self, other):
+        return self._op("left_shift", self, other)
+
+    def __rlshift__(self, other):
+        return self._op("left_shift", other, self)
+
+    def __rshift__(self, other):
+        return self._op("right_shift", self, other)
+
+    def __rrshift__(self, other):
+        return self._op("right_shift", other, self)
+
+    def __neg__(self):
+        return self._op("negative", self)
+
+    def __pos__(self):
+        return self._op("positive", self)
+
+    def __abs__(self):
+        return self._op("absolute", self)
+
+    def __invert__(self):
+        return self._op("invert", self)
+
+    def __eq__(self, other):
+        return self._op("equal", self, other)
+
+    def __ne__(self, other):
+        return self._op("not_equal", self, other)
+
+    def __lt__(self, other):
+        return self._op("less", self, other)
+
+    def __le__(self, other):
+        return self._op("less_equal", self, other)
+
+    def __gt__(self, other):
+        return self._op("greater", self, other)
+
+    def __ge__(self, other):
+        return self._op("greater_equal", self, other)
+
+    __hash__ = None  # elementwise == makes arrays unhashable, as NumPy's
+
+    @property
+    def real(self):
+        """The real part (see ``gpusparse.ops.elementwise.real``)."""
+        from gpusparse.ops import elementwise
+        return elementwise.real(self)
+
+    @property
+    def imag(self):
+        """The imaginary part (see ``gpusparse.ops.elementwise.imag``)."""
+        from gpusparse.ops import elementwise
+        return elementwise.imag(self)
+
+    def conj(self):
+        """The complex conjugate (see ``gpusparse.ops.elementwise.conj``)."""
+        from gpusparse.ops import elementwise
+        return elementwise.conj(self)
+
+    conjugate = conj
+
+    def round(self, decimals=0):
+        """Round to ``decimals`` decimals (see ``gpusparse.ops.elementwise.round``)."""
+        from gpusparse.ops import elementwise
+        return elementwise.round(self, decimals)
+
+    def clip(self, a_min=None, a_max=None):
+        """Limit the values to ``[a_min, a_max]`` (see ``gpusparse.ops.elementwise.clip``)."""
+        from gpusparse.ops import elementwise
+        return elementwise.clip(self, a_min, a_max)
+
+    def prune(self):
+        """This array without stored entries equal to the fill value (see ``elementwise.prune``)."""
+        from gpusparse.ops import elementwise
+        return elementwise.prune(self)
+
+    eliminate_zeros = prune
+
+    def reduce(self, ufunc, axis=None, keepdims=False, **kwargs):
+        """Reduce with any associative binary ufunc (see ``gpusparse.ops.reductions.reduce``)."""
+        from gpusparse.ops import reductions
+        return reductions.reduce(self, ufunc, axis=axis, keepdims=keepdims, **kwargs)
+
+    def sum(self, axis=None, dtype=None, keepdims=False, **kwargs):
+        """Sum over ``axis`` (see ``gpusparse.ops.reductions.sum``)."""
+        from gpusparse.ops import reductions
+        return reductions.sum(self, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
+
+    def prod(self, axis=None, dtype=None, keepdims=False, **kwargs):
+        """Product over ``axis`` (see ``gpusparse.ops.reductions.prod``)."""
+        from gpusparse.ops import reductions
+        return reductions.prod(self, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
+
+    def max(self, axis=None, keepdims=False, **kwargs):
+        """Maximum over ``axis`` (see ``gpusparse.ops.reductions.max``)."""
+        from gpusparse.ops import reductions
+        return reductions.max(self, axis=axis, keepdims=keepdims, **kwargs)
+
+    def min(self, axis=None, keepdims=False, **kwargs):
+        """Minimum over ``axis`` (see ``gpusparse.ops.reductions.min``)."""
+        from gpusparse.ops import reductions
+        return reductions.min(self, axis=axis, keepdims=keepdims, **kwargs)
+
+    def mean(self, axis=None, dtype=None, keepdims=False):
+        """Mean over ``axis`` (see ``gpusparse.ops.reductions.mean``)."""
+        from gpusparse.ops import reductions
+        return reductions.mean(self, axis=axis, dtype=dtype, keepdims=keepdims)
+
+    def var(self, axis=None, dtype=None, ddof=0, keepdims=False):
+        """Variance over ``axis`` (see ``gpusparse.ops.reductions.var``)."""
+        from gpusparse.ops import reductions
+        return reductions.var(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+
+    def std(self, axis=None, dtype=None, ddof=0, keepdims=False):
+        """Standard deviation over ``axis`` (see ``gpusparse.ops.reductions.std``)."""
+        from gpusparse.ops import reductions
+        return reductions.std(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+
+    def any(self, axis=None, keepdims=False):
+        """Whether any element over ``axis`` is nonzero (see ``gpusparse.ops.reductions.any``)."""
+        from gpusparse.ops import reductions
+        return reductions.any(self, axis=axis, keepdims=keepdims)
+
+    def all(self, axis=None, keepdims=False):
+        """Whether every element over ``axis`` is nonzero (see ``gpusparse.ops.reductions.all``)."""
+        from gpusparse.ops import reductions
+        return reductions.all(self, axis=axis, keepdims=keepdims)
+
+    def argmax(self, axis=None, keepdims=False):
+        """Index of the first maximum (see ``gpusparse.ops.reductions.argmax``)."""
+        from gpusparse.ops import reductions
+        return reductions.argmax(self, axis=axis, keepdims=keepdims)
+
+    def argmin(self, axis=None, keepdims=False):
+        """Index of the first minimum (see ``gpusparse.ops.reductions.argmin``)."""
+        from gpusparse.ops import reductions
+        return reductions.argmin(self, axis=axis, keepdims=keepdims)

@@ -135,7 +135,7 @@ def zeros(shape, dtype=np.float64, format="coo", device=None, *, fill_value=None
     --------
     >>> import gpusparse as gs
     >>> x = gs.zeros((2, 3), device="cpu")
-    >>> x.nnz, x.todense().sum()
+    >>> x.nnz, float(x.todense().sum())
     (0, 0.0)
     """
     from gpusparse.containers import COO

@@ -87,3 +87,50 @@ def test_one_huge_segment_and_many_tiny_ones(device, k, rng, op):
             else:
                 want = getattr(np, op)(seg)
             assert got[j, 0] == want, (op, j)
+
+
+# --------------------------------------------------------------------------
+# reduce_by_key
+# --------------------------------------------------------------------------
+
+_BY_KEY = {"sum": np.add, "prod": np.multiply, "min": np.minimum, "max": np.maximum}
+
+
+def ref_reduce_by_key(keys, values, n_out, op):
+    out_dtype = np.bool_ if op in ("any", "all") else values.dtype
+    out = np.empty((n_out, values.shape[1]), dtype=out_dtype)
+    counts = np.bincount(keys, minlength=n_out).astype(np.int64)
+    for j in range(n_out):
+        seg = values[keys == j]
+        if op in ("any", "all"):
+            out[j] = getattr(seg != 0, op)(axis=0)
+        elif not len(seg):
+            out[j] = _empty_value(op, values.dtype)
+        else:
+            with np.errstate(all="ignore"):
+                out[j] = _BY_KEY[op].reduce(seg, axis=0, dtype=values.dtype)
+    return out, counts
+
+
+def _empty_value(op, dtype):
+    from gpusparse._kernels.cpu._segment import _identity
+    return _identity(op, np.dtype(dtype))
+
+
+@pytest.mark.parametrize("op", ["sum", "prod", "min", "max", "any", "all"])
+@pytest.mark.parametrize("dtype", [np.float64, np.int16, np.uint8, np.complex64, np.bool_])
+def test_reduce_by_key_against_reference(device, k, rng, op, dtype):
+    for n, n_out, width in [(0, 5, 1), (7, 3, 2), (300, 40, 1), (50_000, 1000, 1), (50_000, 7, 3)]:
+        keys = rng.integers(0, n_out, n).astype(np.int64)
+        values = rng.integers(-3, 4, size=(n, width)).astype(dtype)
+        if np.dtype(dtype).kind == "f" and n:
+            values[rng.integers(0, n, 3)] = np.nan
+        got_out, got_counts = k.reduce_by_key(put(keys, device), put(values, device), n_out, op)
+        want_out, want_counts = ref_reduce_by_key(keys, values, n_out, op)
+        np.testing.assert_array_equal(to_host(got_counts), want_counts)
+        got = to_host(got_out)
+        assert got.dtype == want_out.dtype and got.shape == want_out.shape
+        if op == "sum" and np.dtype(dtype).kind in "fc":
+            np.testing.assert_allclose(got, want_out, rtol=1e-5, equal_nan=True)
+        else:
+            np.testing.assert_array_equal(got, want_out)

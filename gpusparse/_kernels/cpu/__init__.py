@@ -7,20 +7,35 @@ top-level functions, compiled lazily (first call per dtype) and cached on
 disk through ``gpusparse._kernels._numba.jit``.
 """
 
+from gpusparse._kernels.cpu._linalg import sddmm, spgemm, spmm, spmm_reduce, spmv
+from gpusparse._kernels.cpu._merge import merge_sorted
+from gpusparse._kernels.cpu._reduce import reduce_by_key
 from gpusparse._kernels.cpu._layout import compress, delinearize, expand, gather, linearize, scatter_dense
+from gpusparse._kernels.cpu._select import bucket_order, copy_segments, segment_search
 from gpusparse._kernels.cpu._segment import segment_ids, segment_reduce, segment_starts, sortedness
 from gpusparse._kernels.cpu._sort import sort_pairs
 
 __all__ = [
+    "bucket_order",
     "compress",
+    "copy_segments",
     "delinearize",
     "expand",
     "gather",
     "linearize",
+    "merge_sorted",
+    "reduce_by_key",
     "scatter_dense",
     "segment_ids",
     "segment_reduce",
+    "segment_search",
     "segment_starts",
     "sort_pairs",
     "sortedness",
+    # products
+    "sddmm",
+    "spgemm",
+    "spmm",
+    "spmm_reduce",
+    "spmv",
 ]

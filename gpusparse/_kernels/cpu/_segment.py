@@ -99,7 +99,37 @@ def segment_starts(ids, n_segments):
     return out
 
 
-_OP_CODES = {"sum": 0, "prod": 1, "min": 2, "max": 3}
+# --------------------------------------------------------------------------
+# segment_reduce
+# --------------------------------------------------------------------------
+#
+# Every op runs the same load-balanced schedule (merge-path, as the CUDA
+# kernel): the work is the merge of the s segment ends with the n positions,
+# s + n items cut into equal chunks, one per thread. A chunk walks its items
+# -- a position folds its row into the running value, a segment end emits
+# it -- so one huge segment, millions of empty ones and any mix cost the
+# same per item. The first segment a chunk emits may have begun in earlier
+# chunks and the last one may go on in later chunks; those partial values
+# ("head" and "tail") are folded in chunk order by a short serial fix-up, so
+# the association is fixed by the number of chunks and results do not
+# depend on timing.
+
+_OP_CODES = {"sum": 0, "prod": 1, "min": 2, "max": 3, "any": 4, "all": 5, "argmin": 6, "argmax": 7}
+
+
+@jit()
+def _better(op, v, acc):
+    # Whether v replaces acc in min/max/argmin/argmax (op 2, 3, 6, 7). NaN
+    # wins and then stays (np.minimum / np.argmin: the first NaN); ties keep
+    # acc, the earlier element. Complex numbers compare lexicographically
+    # (real part first) as NumPy orders them; for real types .imag is 0.
+    if acc != acc:
+        return False
+    if v != v:
+        return True
+    if op == 2 or op == 6:
+        return v.real < acc.real or (v.real == acc.real and v.imag < acc.imag)
+    return v.real > acc.real or (v.real == acc.real and v.imag > acc.imag)
 
 
 @jit()
@@ -108,47 +138,429 @@ def _combine(op, acc, v):
         return acc + v
     if op == 1:
         return acc * v
-    if op == 2:
-        # NaN propagates as in np.minimum: once acc is NaN it stays NaN.
-        if v < acc or v != v:
-            return v
-        return acc
-    if v > acc or v != v:
+    if _better(op, v, acc):
         return v
     return acc
 
 
+@jit()
+def _path_search(starts, n_segments, n_positions, diag):
+    # (segment, position) where merge-path diagonal ``diag`` starts: the
+    # number i of segment ends before it and the position k = p0 + diag - i.
+    # End j (= starts[j + 1]) comes before position k when starts[j + 1] <= k.
+    p0 = starts[0]
+    lo = max(0, diag - n_positions)
+    hi = min(diag, n_segments)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if starts[mid + 1] <= p0 + diag - mid - 1:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo, p0 + diag - lo
+
+
+@jit()
+def _fold_one(op, values, perm, use_perm, lo, hi, a):
+    # op over values[row, 0] for the rows of positions [lo, hi), starting
+    # from a; the op and perm tests sit outside the loops.
+    if op == 0:
+        if use_perm:
+            for k in range(lo, hi):
+                a += values[perm[k], 0]
+        else:
+            for k in range(lo, hi):
+                a += values[k, 0]
+    elif op == 1:
+        if use_perm:
+            for k in range(lo, hi):
+                a *= values[perm[k], 0]
+        else:
+            for k in range(lo, hi):
+                a *= values[k, 0]
+    else:
+        for k in range(lo, hi):
+            v = values[perm[k], 0] if use_perm else values[k, 0]
+            if _better(op, v, a):
+                a = v
+    return a
+
+
+@jit()
+def _fold_interior(op, values, perm, use_perm, starts, s_lo, s_hi, identity, out):
+    # out[s, 0] = op over the rows of segment s, for s in [s_lo, s_hi): one
+    # loop nest per (op, perm) so that the inner loop is branch-free.
+    if op == 0:
+        if use_perm:
+            for s in range(s_lo, s_hi):
+                a = identity
+                for k in range(starts[s], starts[s + 1]):
+                    a += values[perm[k], 0]
+                out[s, 0] = a
+        else:
+            for s in range(s_lo, s_hi):
+                a = identity
+                for k in range(starts[s], starts[s + 1]):
+                    a += values[k, 0]
+                out[s, 0] = a
+    elif op == 1:
+        for s in range(s_lo, s_hi):
+            a = identity
+            for k in range(starts[s], starts[s + 1]):
+                a *= values[perm[k], 0] if use_perm else values[k, 0]
+            out[s, 0] = a
+    elif op == 2:
+        for s in range(s_lo, s_hi):
+            a = identity
+            for k in range(starts[s], starts[s + 1]):
+                v = values[perm[k], 0] if use_perm else values[k, 0]
+                if _better(2, v, a):
+                    a = v
+            out[s, 0] = a
+    else:
+        for s in range(s_lo, s_hi):
+            a = identity
+            for k in range(starts[s], starts[s + 1]):
+                v = values[perm[k], 0] if use_perm else values[k, 0]
+                if _better(3, v, a):
+                    a = v
+            out[s, 0] = a
+
+
+@jit()
+def _fold_rows(op, values, perm, use_perm, lo, hi, acc):
+    # acc[f] = op(acc[f], values[row, f]) for the rows of positions [lo, hi).
+    width = acc.size
+    for k in range(lo, hi):
+        row = perm[k] if use_perm else k
+        if op == 0:
+            for f in range(width):
+                acc[f] += values[row, f]
+        elif op == 1:
+            for f in range(width):
+                acc[f] *= values[row, f]
+        else:
+            for f in range(width):
+                v = values[row, f]
+                if _better(op, v, acc[f]):
+                    acc[f] = v
+
+
+@jit()
+def _reduce_range(values, starts, op, perm, use_perm, identity, out, n_chunks,
+                  head_seg, head_val, tail_seg, tail_val, c_lo, c_hi):
+    # sum / prod / min / max; out and the accumulators have values' dtype.
+    # Chunk c owns merge-path diagonals [d0, d1): segments i0..i1, positions
+    # [k0, k1); the segments whose end lies inside are emitted.
+    n_segments = starts.size - 1
+    n_positions = starts[n_segments] - starts[0]
+    n_items = n_segments + n_positions
+    per = (n_items + n_chunks - 1) // n_chunks
+    width = values.shape[1]
+    for c in range(c_lo, c_hi):
+        d0 = min(c * per, n_items)
+        d1 = min(d0 + per, n_items)
+        i0, k0 = _path_search(starts, n_segments, n_positions, d0)
+        i1, k1 = _path_search(starts, n_segments, n_positions, d1)
+        first = -1
+        tail_seg[c] = n_segments
+        tail_val[c, :] = identity
+        last = min(i1, n_segments - 1)
+        if width == 1:
+            if i0 <= last:  # the first segment may have begun in an earlier chunk
+                a = _fold_one(op, values, perm, use_perm, max(starts[i0], k0), min(starts[i0 + 1], k1), identity)
+                if i0 < i1:
+                    first = i0
+                    head_val[c, 0] = a
+                else:
+                    tail_seg[c] = i0
+                    tail_val[c, 0] = a
+            # Segments i0 < s < i1 lie inside the chunk: tight loops, no clamps.
+            _fold_interior(op, values, perm, use_perm, starts, i0 + 1, i1, identity, out)
+            if i0 < i1 <= last:  # the last one may go on in later chunks
+                tail_seg[c] = i1
+                tail_val[c, 0] = _fold_one(op, values, perm, use_perm, starts[i1], k1, identity)
+        else:
+            acc = np.empty(width, dtype=out.dtype)
+            for s in range(i0, last + 1):
+                acc[:] = identity
+                _fold_rows(op, values, perm, use_perm, max(starts[s], k0), min(starts[s + 1], k1), acc)
+                if s < i1:
+                    if first < 0:
+                        first = s
+                        head_val[c, :] = acc
+                    else:
+                        out[s, :] = acc
+                else:
+                    tail_seg[c] = s
+                    tail_val[c, :] = acc
+        head_seg[c] = first
+
+
 @jit(parallel=True)
-def _segment_reduce(values, starts, op, perm, use_perm, identity, out):
-    n_seg = out.shape[0]
+def _reduce_chunks(values, starts, op, perm, use_perm, identity, out, n_chunks,
+                   head_seg, head_val, tail_seg, tail_val):
+    for c in prange(n_chunks):
+        _reduce_range(values, starts, op, perm, use_perm, identity, out, n_chunks,
+                      head_seg, head_val, tail_seg, tail_val, c, c + 1)
+
+
+@jit()
+def _fix_chunks(op, out, head_seg, head_val, tail_seg, tail_val):
     width = out.shape[1]
-    for s in prange(n_seg):
-        for f in range(width):
-            acc = identity
-            for j in range(starts[s], starts[s + 1]):
-                row = perm[j] if use_perm else j
-                acc = _combine(op, acc, values[row, f])
-            out[s, f] = acc
+    run_seg = -1
+    run_val = np.empty(width, dtype=out.dtype)
+    for c in range(head_seg.size):
+        if head_seg[c] >= 0:
+            s = head_seg[c]
+            for f in range(width):
+                v = head_val[c, f]
+                if run_seg == s:
+                    v = _combine(op, run_val[f], v)
+                out[s, f] = v
+            run_seg = tail_seg[c]
+            run_val[:] = tail_val[c, :]
+        elif run_seg == tail_seg[c]:
+            for f in range(width):
+                run_val[f] = _combine(op, run_val[f], tail_val[c, f])
+        else:
+            run_seg = tail_seg[c]
+            run_val[:] = tail_val[c, :]
+
+
+@jit()
+def _logic_range(values, starts, is_all, perm, use_perm, out, n_chunks,
+                 head_seg, head_val, tail_seg, tail_val, c_lo, c_hi):
+    # any / all: out and the accumulators are bool; v counts as True when v != 0
+    # (NaN is True, as in NumPy).
+    n_segments = starts.size - 1
+    n_positions = starts[n_segments] - starts[0]
+    n_items = n_segments + n_positions
+    per = (n_items + n_chunks - 1) // n_chunks
+    width = values.shape[1]
+    for c in range(c_lo, c_hi):
+        d0 = min(c * per, n_items)
+        d1 = min(d0 + per, n_items)
+        i, k = _path_search(starts, n_segments, n_positions, d0)
+        acc = np.empty(width, dtype=np.bool_)
+        acc[:] = is_all
+        first = -1
+        for _ in range(d0, d1):
+            if i < n_segments and k >= starts[i + 1]:
+                if first < 0:
+                    first = i
+                    head_val[c, :] = acc
+                else:
+                    out[i, :] = acc
+                acc[:] = is_all
+                i += 1
+            else:
+                row = perm[k] if use_perm else k
+                for f in range(width):
+                    if is_all:
+                        acc[f] = acc[f] and values[row, f] != 0
+                    else:
+                        acc[f] = acc[f] or values[row, f] != 0
+                k += 1
+        head_seg[c] = first
+        tail_seg[c] = i
+        tail_val[c, :] = acc
+
+
+@jit(parallel=True)
+def _logic_chunks(values, starts, is_all, perm, use_perm, out, n_chunks,
+                  head_seg, head_val, tail_seg, tail_val):
+    for c in prange(n_chunks):
+        _logic_range(values, starts, is_all, perm, use_perm, out, n_chunks,
+                     head_seg, head_val, tail_seg, tail_val, c, c + 1)
+
+
+@jit()
+def _fix_logic(is_all, out, head_seg, head_val, tail_seg, tail_val):
+    width = out.shape[1]
+    run_seg = -1
+    run_val = np.empty(width, dtype=np.bool_)
+    for c in range(head_seg.size):
+        if head_seg[c] >= 0:
+            s = head_seg[c]
+            for f in range(width):
+                v = head_val[c, f]
+                if run_seg == s:
+                    v = (run_val[f] and v) if is_all else (run_val[f] or v)
+                out[s, f] = v
+            run_seg = tail_seg[c]
+            run_val[:] = tail_val[c, :]
+        elif run_seg == tail_seg[c]:
+            for f in range(width):
+                v = tail_val[c, f]
+                run_val[f] = (run_val[f] and v) if is_all else (run_val[f] or v)
+        else:
+            run_seg = tail_seg[c]
+            run_val[:] = tail_val[c, :]
+
+
+@jit()
+def _arg_range(values, starts, op, perm, use_perm, out, n_chunks,
+               head_seg, head_val, head_idx, tail_seg, tail_val, tail_idx, c_lo, c_hi):
+    # argmin / argmax: the state is (value, row), row -1 while nothing is seen;
+    # out receives the row (perm[k], or k) of the first extreme element.
+    n_segments = starts.size - 1
+    n_positions = starts[n_segments] - starts[0]
+    n_items = n_segments + n_positions
+    per = (n_items + n_chunks - 1) // n_chunks
+    width = values.shape[1]
+    for c in range(c_lo, c_hi):
+        d0 = min(c * per, n_items)
+        d1 = min(d0 + per, n_items)
+        i, k = _path_search(starts, n_segments, n_positions, d0)
+        acc = np.empty(width, dtype=values.dtype)
+        idx = np.full(width, -1, dtype=np.int64)
+        first = -1
+        for _ in range(d0, d1):
+            if i < n_segments and k >= starts[i + 1]:
+                if first < 0:
+                    first = i
+                    head_val[c, :] = acc
+                    head_idx[c, :] = idx
+                else:
+                    out[i, :] = idx
+                idx[:] = -1
+                i += 1
+            else:
+                row = perm[k] if use_perm else k
+                for f in range(width):
+                    v = values[row, f]
+                    if idx[f] < 0 or _better(op, v, acc[f]):
+                        acc[f] = v
+                        idx[f] = row
+                k += 1
+        head_seg[c] = first
+        tail_seg[c] = i
+        tail_val[c, :] = acc
+        tail_idx[c, :] = idx
+
+
+@jit(parallel=True)
+def _arg_chunks(values, starts, op, perm, use_perm, out, n_chunks,
+                head_seg, head_val, head_idx, tail_seg, tail_val, tail_idx):
+    for c in prange(n_chunks):
+        _arg_range(values, starts, op, perm, use_perm, out, n_chunks,
+                   head_seg, head_val, head_idx, tail_seg, tail_val, tail_idx, c, c + 1)
+
+
+@jit()
+def _fix_arg(op, out, head_seg, head_val, head_idx, tail_seg, tail_val, tail_idx):
+    width = out.shape[1]
+    run_seg = -1
+    run_val = np.empty(width, dtype=head_val.dtype)
+    run_idx = np.full(width, -1, dtype=np.int64)
+    for c in range(head_seg.size):
+        if head_seg[c] >= 0:
+            s = head_seg[c]
+            for f in range(width):
+                best = head_idx[c, f]
+                if run_seg == s and run_idx[f] >= 0:
+                    if best < 0 or not _better(op, head_val[c, f], run_val[f]):
+                        best = run_idx[f]
+                out[s, f] = best
+            run_seg = tail_seg[c]
+            run_val[:] = tail_val[c, :]
+            run_idx[:] = tail_idx[c, :]
+        elif run_seg == tail_seg[c]:
+            for f in range(width):
+                j = tail_idx[c, f]
+                if j >= 0 and (run_idx[f] < 0 or _better(op, tail_val[c, f], run_val[f])):
+                    run_val[f] = tail_val[c, f]
+                    run_idx[f] = j
+        else:
+            run_seg = tail_seg[c]
+            run_val[:] = tail_val[c, :]
+            run_idx[:] = tail_idx[c, :]
 
 
 def _identity(op, dtype):
+    """The identity of ``op`` in ``dtype`` (what an empty segment gives)."""
     if op == "sum":
         return dtype.type(0)
     if op == "prod":
         return dtype.type(1)
+    if dtype.kind == "c":
+        inf = np.inf if op == "min" else -np.inf
+        return dtype.type(complex(inf, inf))
     if dtype.kind == "f":
         return dtype.type(np.inf if op == "min" else -np.inf)
+    if dtype.kind == "b":
+        return np.bool_(op == "min")
     info = np.iinfo(dtype)
     return dtype.type(info.max if op == "min" else info.min)
 
 
+def _kernel_view(values):
+    # Numba has no ordering for bool; uint8 orders False < True the same way.
+    return values.view(np.uint8) if values.dtype == np.bool_ else values
+
+
 def segment_reduce(values, starts, op, perm=None):
-    """values (m, w); starts (s+1,) int64 non-decreasing; perm (n,) int64 in [0, m) or None."""
-    out = np.empty((starts.size - 1, values.shape[1]), dtype=values.dtype)
+    """values (m, w); starts (s+1,) int64 non-decreasing; perm (n,) int64 in [0, m) or None.
+
+    ``op``: ``sum``, ``prod``, ``min``, ``max`` (out has values' dtype),
+    ``any``, ``all`` (bool out), ``argmin``, ``argmax`` (int64 out: the row
+    of values -- ``perm[p]``, or ``p`` -- holding the first extreme element
+    of the segment, the first NaN if there is one; -1 for an empty segment).
+    Empty segments give the identity otherwise. Complex values order
+    lexicographically, as in NumPy.
+    """
+    if op not in _OP_CODES:
+        raise ValueError(f"op must be one of {tuple(_OP_CODES)}, got {op!r}")
+    code = _OP_CODES[op]
+    n_segments = starts.size - 1
+    width = values.shape[1]
     use_perm = perm is not None
-    _segment_reduce(values, starts, _OP_CODES[op],
-                    perm if use_perm else np.empty(0, np.int64), use_perm,
-                    _identity(op, values.dtype), out)
+    perm_arg = perm if use_perm else np.empty(0, np.int64)
+    n_items = n_segments + (int(starts[-1] - starts[0]) if n_segments > 0 else 0)
+    n_chunks = max(1, min(n_threads(), n_items // (PARALLEL_MIN // 4))) if n_items >= PARALLEL_MIN else 1
+    head_seg = np.empty(n_chunks, np.int64)
+    tail_seg = np.empty(n_chunks, np.int64)
+    if op in ("any", "all"):
+        out = np.empty((n_segments, width), dtype=np.bool_)
+        if n_segments <= 0:
+            return out
+        is_all = op == "all"
+        head, tail = np.empty((n_chunks, width), np.bool_), np.empty((n_chunks, width), np.bool_)
+        args = (values, starts, is_all, perm_arg, use_perm, out, n_chunks, head_seg, head, tail_seg, tail)
+        if n_chunks == 1:  # no thread start-up for small inputs
+            _logic_range(*args, 0, 1)
+        else:
+            _logic_chunks(*args)
+        _fix_logic(is_all, out, head_seg, head, tail_seg, tail)
+        return out
+    if op in ("argmin", "argmax"):
+        out = np.empty((n_segments, width), dtype=np.int64)
+        if n_segments <= 0:
+            return out
+        vals = _kernel_view(values)
+        head, tail = np.empty((n_chunks, width), vals.dtype), np.empty((n_chunks, width), vals.dtype)
+        head_idx, tail_idx = np.empty((n_chunks, width), np.int64), np.empty((n_chunks, width), np.int64)
+        args = (vals, starts, code, perm_arg, use_perm, out, n_chunks,
+                head_seg, head, head_idx, tail_seg, tail, tail_idx)
+        if n_chunks == 1:  # no thread start-up for small inputs
+            _arg_range(*args, 0, 1)
+        else:
+            _arg_chunks(*args)
+        _fix_arg(code, out, head_seg, head, head_idx, tail_seg, tail, tail_idx)
+        return out
+    out = np.empty((n_segments, width), dtype=values.dtype)
+    if n_segments <= 0:
+        return out
+    if values.dtype == np.bool_:  # sum/max = or, prod/min = and
+        kernel_op = "max" if op in ("sum", "max") else "min"
+        return segment_reduce(values.view(np.uint8), starts, kernel_op, perm).view(np.bool_)
+    identity = _identity(op, values.dtype)
+    head, tail = np.empty((n_chunks, width), values.dtype), np.empty((n_chunks, width), values.dtype)
+    args = (values, starts, code, perm_arg, use_perm, identity, out, n_chunks, head_seg, head, tail_seg, tail)
+    if n_chunks == 1:  # no thread start-up for small inputs
+        _reduce_range(*args, 0, 1)
+    else:
+        _reduce_chunks(*args)
+    _fix_chunks(code, out, head_seg, head, tail_seg, tail)
     return out
-
-

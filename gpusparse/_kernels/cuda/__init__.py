@@ -20,11 +20,12 @@ import numpy as np
 
 from gpusparse._kernels import SEGMENT_OPS
 from gpusparse._kernels.cuda._loader import OP_CODES, get_function
-from gpusparse._kernels.cuda import _merge
-from gpusparse._kernels.cuda._select import copy_segments, segment_search  # select.cu
+from gpusparse._kernels.cuda import _merge, _reduce
+from gpusparse._kernels.cuda._select import bucket_order, copy_segments, segment_search  # select.cu
 from gpusparse._kernels.cuda._linalg import sddmm, spgemm, spmm, spmm_reduce, spmv  # products
 
 __all__ = [
+    "bucket_order",
     "compress",
     "copy_segments",
     "delinearize",
@@ -32,6 +33,7 @@ __all__ = [
     "gather",
     "linearize",
     "merge_sorted",
+    "reduce_by_key",
     "scatter_dense",
     "segment_ids",
     "segment_reduce",
@@ -398,3 +400,12 @@ def gather(values, index):
 def merge_sorted(a_keys, b_keys, how):
     """a_keys (na,), b_keys (nb,) int64, each strictly increasing; not validated."""
     return _merge.merge_sorted(a_keys, b_keys, how)
+
+
+# --------------------------------------------------------------------------
+# reduce_by_key (reductions into few groups; composed in _reduce.py)
+# --------------------------------------------------------------------------
+
+def reduce_by_key(keys, values, n_out, op, with_counts=True):
+    """keys (n,) int64 in [0, n_out); values (n, w); not validated."""
+    return _reduce.reduce_by_key(keys, values, n_out, op, with_counts)

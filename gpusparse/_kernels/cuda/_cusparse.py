@@ -40,7 +40,7 @@ import functools
 
 import numpy as np
 
-__all__ = ["SUPPORT", "spgemm", "spmm", "spmv", "supports"]
+__all__ = ["SUPPORT", "library_error", "spgemm", "spmm", "spmv", "supports"]
 
 _FLOATS = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
 _INT32 = np.dtype(np.int32)
@@ -83,6 +83,11 @@ def supports(routine: str, value_dtype, *index_dtypes, trans: str = "N") -> bool
 # --------------------------------------------------------------------------
 # handle, types, descriptors
 # --------------------------------------------------------------------------
+
+def library_error():
+    """The exception class CuPy's cuSPARSE bindings raise (``CuSparseError``)."""
+    return _lib().CuSparseError
+
 
 def _handle():
     """CuPy's cuSPARSE handle of the current device, bound to the current stream."""

@@ -50,6 +50,11 @@ def _scalar(value, dtype):
     return np.array(value).astype(dtype)[()]
 
 
+def _refused(routine, exc):
+    warn_efficiency(f"cuSPARSE {routine} refused these operands ({exc}); gpusparse's own kernel "
+                    "runs instead (C-contiguous operands and int32 indices are the safest for cuSPARSE)")
+
+
 def _scale_in_place(out, beta):
     if beta == 0:
         out.fill(0)
@@ -108,8 +113,11 @@ def spmv(indptr, indices, data, shape, x, y, alpha=1, beta=0, trans="N"):
         _scale_in_place(y, beta)
         return
     if _cusparse.supports("spmv", data.dtype, indptr.dtype, indices.dtype, trans=trans):
-        _cusparse.spmv(indptr, indices, data, shape, x, y, alpha, beta, trans)
-        return
+        try:
+            _cusparse.spmv(indptr, indices, data, shape, x, y, alpha, beta, trans)
+            return
+        except _cusparse.library_error() as exc:  # refused before computing: run our kernel
+            _refused("SpMV", exc)
     _spmm_kernel(indptr, indices, data, shape, x.reshape(-1, 1), y.reshape(-1, 1), alpha, beta, trans)
 
 
@@ -124,8 +132,11 @@ def spmm(indptr, indices, data, shape, b, out, alpha=1, beta=0, trans="N"):
         order = "C" if out.flags.c_contiguous else "F"
         if not (b.flags.c_contiguous if order == "C" else b.flags.f_contiguous):
             b = cupy.asarray(b, order=order)  # cuSPARSE wants B and C in one order
-        _cusparse.spmm(indptr, indices, data, shape, b, out, alpha, beta, trans)
-        return
+        try:
+            _cusparse.spmm(indptr, indices, data, shape, b, out, alpha, beta, trans)
+            return
+        except _cusparse.library_error() as exc:  # refused before computing: run our kernel
+            _refused("SpMM", exc)
     _spmm_kernel(indptr, indices, data, shape, b, out, alpha, beta, trans)
 
 

@@ -19,8 +19,10 @@ def _as_words(arr):
     return arr.view(np.dtype(f"u{size}"))
 
 
-def copy_segments(values, src_starts, dst_starts, lengths, out):
-    """values (m, w), out (n, w) C-contiguous of one dtype; runs in bounds, destinations disjoint."""
+def copy_segments(values, src_starts, dst_starts, lengths, out, values2=None, out2=None):
+    """values (m, w), out (n, w) C-contiguous, one dtype; runs in bounds, destinations disjoint; not validated."""
+    if values2 is not None:
+        copy_segments(values2, src_starts, dst_starts, lengths, out2)
     if not out.flags.c_contiguous:
         raise ValueError("copy_segments: out must be C-contiguous (it is written in place)")
     n_segments = int(lengths.size)
@@ -39,7 +41,7 @@ def copy_segments(values, src_starts, dst_starts, lengths, out):
 
 
 def segment_search(keys, starts, ends, values, side="left"):
-    """keys (n,) integer, sorted within each [starts[i], ends[i]); values (s,) int64; not validated."""
+    """keys (n,) int32/int64 sorted within each [starts[i], ends[i]); values (s,) int64; not validated."""
     n_segments = int(starts.size)
     out = cupy.empty(n_segments, dtype=_I64)
     if n_segments == 0:
@@ -54,3 +56,18 @@ def segment_search(keys, starts, ends, values, side="left"):
     kernel((-(-n_segments // _THREADS),), (_THREADS,),
            (keys, starts, ends, values, np.int64(n_segments), np.int32(side == "right"), out))
     return out
+
+
+def bucket_order(keys, n_buckets):
+    """keys (n,) int64 in [0, n_buckets); not validated.
+
+    The stable radix sort (``sort_pairs``) on the bucket bits and
+    ``compress`` of the sorted keys: the GPU's sort is already one
+    onesweep-style pass per digit, so no counting kernel of its own.
+    """
+    from gpusparse._kernels import cuda
+    bits = max(int(n_buckets) - 1, 0).bit_length()
+    sorted_keys, perm = cuda.sort_pairs(keys, None, bits)
+    dest = cupy.empty_like(perm)
+    dest[perm] = cupy.arange(perm.size, dtype=_I64)
+    return dest, cuda.compress(sorted_keys, int(n_buckets), _I64)

@@ -1,0 +1,78 @@
+# gpusparse: set-up, tests, demo and benchmarks.
+#
+#   make demo         create .venv if needed, install, run python -m gpusparse.demo
+#   make test         kernels-check, wheel-check, then pytest (in .venv)
+#   make kernels-check  compile every cuda_kernels/*.cu with nvcc (skipped without nvcc)
+#   make wheel-check  sdist -> wheel from the sdist -> fresh venv -> check the install
+#   make pytest       pytest only (PYTEST_ARGS="-m 'not slow'" etc.)
+#   make bench        CPU/GPU benchmarks into benchmarks/results/
+#   make gpu-report   GPU report with the system python3 (no venv, no network)
+#   make clean        remove build outputs and caches; make distclean also removes .venv
+#
+# Variables: PYTHON (the interpreter that creates the venvs), VENV, EXTRAS
+# (extras installed into .venv, e.g. EXTRAS=test,cuda12 on a CUDA machine),
+# PYTEST_ARGS, DEMO_ARGS (e.g. DEMO_ARGS="--scale 16"), BENCH_ARGS.
+
+PYTHON      ?= python3
+VENV        ?= .venv
+EXTRAS      ?= test
+PYTEST_ARGS ?=
+DEMO_ARGS   ?=
+BENCH_ARGS  ?=
+
+comma    := ,
+BIN      := $(VENV)/bin
+PKGCHECK := build/pkgcheck
+# One stamp per set of extras, so that `make bench` adds its extras to the venv.
+stamp     = $(VENV)/.installed-$(subst $(comma),-,$(1))
+
+.DEFAULT_GOAL := help
+.PHONY: help venv demo test kernels-check wheel-check pytest bench gpu-report clean distclean
+
+help:
+	@sed -n '/^#/!q; s/^# \{0,1\}//p' Makefile
+
+# The venv holds an editable install, so tests and the demo run the source tree.
+$(VENV)/.installed-%: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --progress-bar off -e ".[$(subst -,$(comma),$*)]"
+	touch $@
+
+venv: $(call stamp,$(EXTRAS))
+
+demo: $(call stamp,$(EXTRAS))
+	$(BIN)/python -m gpusparse.demo $(DEMO_ARGS)
+
+test: kernels-check wheel-check pytest
+
+kernels-check:
+	bash tools/check_cuda_kernels.sh
+
+# Build the sdist, then the wheel from the sdist (python -m build does both),
+# install the wheel with its core dependencies into a throwaway venv and check
+# from outside the tree that every module and kernel source arrived.
+wheel-check: $(call stamp,$(EXTRAS))
+	rm -rf $(PKGCHECK)
+	$(BIN)/python -m build --quiet --outdir $(PKGCHECK)/dist .
+	$(PYTHON) -m venv $(PKGCHECK)/venv
+	$(PKGCHECK)/venv/bin/python -m pip install --quiet $(PKGCHECK)/dist/gpusparse-*.whl
+	cd $(PKGCHECK) && venv/bin/python -I "$(CURDIR)/tools/check_wheel.py" --source "$(CURDIR)"
+
+pytest: $(call stamp,$(EXTRAS))
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: $(call stamp,bench)
+	MKL_RT="$${MKL_RT:-$$(ls $(abspath $(VENV))/lib/libmkl_rt.so* 2>/dev/null | head -n 1)}" \
+		$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
+
+gpu-report:
+	PYTHONPATH=. python3 -m benchmarks.gpu_report
+
+clean:
+	rm -rf build dist *.egg-info .pytest_cache .hypothesis
+	find . -path ./$(VENV) -prune -o \( -name __pycache__ -o -name '*.nbi' -o -name '*.nbc' \) -print \
+		| xargs rm -rf
+
+distclean: clean
+	rm -rf $(VENV)

@@ -1,0 +1,643 @@
+"""Products on the CPU: SpMV, SpMM (with alpha/beta and transposes), SpGEMM, SDDMM, reduced SpMM.
+
+How the work is split
+---------------------
+Every kernel is a serial, GIL-free Numba function over a range of rows
+``[lo, hi)``. :func:`row_bounds` cuts the rows into four ranges per thread
+by *merge path*: each range holds the same share of ``rows + nonzeros``, so
+a few long rows cannot leave one thread with most of the work. :func:`_run`
+hands the ranges out to the calling thread and a small pool of Python
+threads as they become free (the kernels release the GIL), so a thread
+slowed down by another process does not hold up the others; below
+``PARALLEL_MIN`` work everything runs inline. Measured on the 2-core development VM, a ``prange``
+over the ranges compiled the same row loop about 20 % slower even with one
+thread (and its waiting threads spin), so the ranges are dispatched by hand.
+The number of threads is Numba's (``numba.set_num_threads``).
+
+The SpMV loop
+-------------
+* The gathered index is cast to ``uintp`` before ``x[...]``: Numba then
+  skips the negative-index wrap-around test, which otherwise costs a compare
+  and a select per gathered element (25 % on a 5-point stencil).
+* Short rows (under 12 entries on average) keep two independent
+  accumulators, so the next row's loads are not held up by a chain of adds.
+* Long rows use a loop compiled with ``fastmath={"reassoc", "contract"}``
+  (no ``nnan``: NaN semantics are kept), which lets LLVM vectorise the row
+  with AVX gathers and several partial sums, as MKL does, and work on four
+  rows per step so that their independent gathers overlap. Only the order
+  of the additions changes. On a random matrix (16 per row, x of 16 MB) this
+  went from 0.64x to 0.88x of single-threaded MKL (CPU time, loaded VM).
+* Software prefetching of ``x[indices[p + d]]`` was measured and made both
+  the stencil and the random matrices slower; SpMV does not use it.
+
+The SpMM and SDDMM loops
+------------------------
+Each stored entry adds a whole dense row ``b[j, :]`` into the output row,
+so a random matrix makes every entry a cache miss on a random row. These
+loops prefetch the row 16 entries ahead (every 64-byte line of it), which
+doubled SpMM with ``N = 8`` on the random matrix (to 0.85x of MKL); on a
+stencil, whose consecutive rows read neighbouring rows that the hardware
+prefetcher already follows, it cost 25 %, so it is switched off there for
+narrow rows (:func:`_streaming` looks at 64 sampled row pairs).
+
+Transposed products scatter into one private output per range and add the
+copies afterwards, so no two threads write one element. Values are every
+numeric dtype Numba handles (integers wrap like NumPy's); ``bool`` is left
+to the caller (``gpusparse.ops`` computes it in int64).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import itertools
+import os
+import threading
+
+import numba
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from gpusparse._kernels._numba import jit, n_threads
+from gpusparse._kernels.cpu._common import PARALLEL_MIN
+
+__all__ = ["row_bounds", "sddmm", "spgemm", "spmm", "spmm_reduce", "spmv"]
+
+#: ``spmm_reduce`` op codes (the order of ``gpusparse._kernels.SPMM_REDUCE_OPS``).
+_REDUCE_CODES = {"sum": 0, "mean": 1, "max": 2, "min": 3}
+#: Average row length from which SpMV uses the reassociating (vectorised) loop.
+_LONG_ROWS = 12
+#: How many entries ahead SpMM / SDDMM prefetch the dense row they will gather.
+_PREFETCH_AHEAD = 16
+
+
+def _jit_reassoc(func):
+    """``numba.njit`` (cached, nogil) allowing reassociation and FMA contraction, never ``nnan``."""
+    flags = {"reassoc", "contract"}
+    want_cache = os.environ.get("GPUSPARSE_NUMBA_CACHE", "1") != "0"
+    try:
+        return numba.njit(cache=want_cache, nogil=True, fastmath=flags)(func)
+    except RuntimeError:  # no writable cache location
+        return numba.njit(cache=False, nogil=True, fastmath=flags)(func)
+
+
+@intrinsic
+def _prefetch_row(typingctx, arr, i, j):
+    """``llvm.prefetch`` (read, all cache levels) of ``&arr[i, j]`` for a 2-D array."""
+    sig = types.void(arr, i, j)
+
+    def codegen(context, builder, signature, args):
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1], args[2]],
+                                       wraparound=False, boundscheck=False)
+        i8p = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
+                                            "llvm.prefetch.p0")
+        builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3),
+                          ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+def _streaming(indptr, indices) -> bool:
+    """Whether consecutive rows read neighbouring dense rows (a stencil, a band), from 64 samples.
+
+    The hardware prefetcher follows such streams; software prefetching then
+    only costs instructions. Random columns (a random or power-law matrix)
+    leave every gathered row a cache miss, which prefetching hides.
+    """
+    m = indptr.size - 1
+    if m < 2 or indices.shape[0] == 0:
+        return True
+    rows = np.linspace(0, m - 2, min(64, m - 1)).astype(np.int64)
+    first, second, end = indptr[rows], indptr[rows + 1], indptr[rows + 2]
+    both = (second > first) & (end > second)
+    if not both.any():
+        return True
+    step = indices[second[both]].astype(np.int64) - indices[first[both]]
+    return bool(np.mean((step >= 0) & (step < 8)) >= 0.5)
+
+
+def _prefetch_distance(indptr, indices, n) -> int:
+    """``_PREFETCH_AHEAD`` where gathering dense rows of width ``n`` benefits, else 0 (measured)."""
+    return _PREFETCH_AHEAD if n >= 32 or not _streaming(indptr, indices) else 0
+
+
+# --------------------------------------------------------------------------
+# splitting the rows and running the ranges
+# --------------------------------------------------------------------------
+
+@jit()
+def _row_bounds(indptr, n_parts):
+    # Merge-path split: part t starts at the first row r with
+    # indptr[r] + r >= t * (nnz + m) / n_parts.
+    m = indptr.size - 1
+    total = np.int64(indptr[m]) + m
+    out = np.empty(n_parts + 1, dtype=np.int64)
+    out[0] = 0
+    out[n_parts] = m
+    for t in range(1, n_parts):
+        target = (total * t) // n_parts
+        lo = 0
+        hi = m
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if np.int64(indptr[mid]) + mid < target:
+                lo = mid + 1
+            else:
+                hi = mid
+        out[t] = lo
+    return out
+
+
+#: Ranges per thread for the gather kernels: threads take ranges as they
+#: finish, so a thread slowed by another process does not hold up the rest.
+_RANGES_PER_THREAD = 4
+
+
+def row_bounds(indptr, work=None, per_thread=_RANGES_PER_THREAD):
+    """``(ranges + 1,)`` int64 row boundaries that split ``indptr``'s rows into equal work.
+
+    ``per_thread`` ranges per thread; one range when the work (``work``, by
+    default ``nnz + rows``) is below ``PARALLEL_MIN``: starting threads would
+    cost more than it saves.
+    """
+    m = indptr.size - 1
+    if work is None:
+        work = int(indptr[-1]) + m if m >= 0 else 0
+    parts = n_threads() * per_thread if work >= PARALLEL_MIN and n_threads() > 1 else 1
+    return _row_bounds(indptr, max(1, min(parts, max(m, 1))))
+
+
+def even_bounds(n, work=None):
+    """``(parts + 1,)`` boundaries splitting ``range(n)`` evenly (one part below ``PARALLEL_MIN``)."""
+    parts = n_threads() if (n if work is None else work) >= PARALLEL_MIN else 1
+    parts = max(1, min(parts, max(n, 1)))
+    return np.linspace(0, n, parts + 1).astype(np.int64)
+
+
+_POOL = None
+_POOL_SIZE = 0
+_POOL_LOCK = threading.Lock()
+
+
+def _pool(workers):
+    global _POOL, _POOL_SIZE
+    with _POOL_LOCK:
+        if _POOL is None or _POOL_SIZE < workers:
+            if _POOL is not None:
+                _POOL.shutdown(wait=False)
+            _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=workers,
+                                                          thread_name_prefix="gpusparse-cpu")
+            _POOL_SIZE = workers
+        return _POOL
+
+
+def _forget_pool():  # a forked child has none of the parent's threads
+    global _POOL, _POOL_SIZE
+    _POOL, _POOL_SIZE = None, 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+def _run(kernel, bounds, *args):
+    """``kernel(*args, part, lo, hi)`` for every range of ``bounds``, on up to ``n_threads()`` threads.
+
+    The calling thread works too; threads take the next range when they
+    finish one (``next`` on a shared counter is atomic under the GIL).
+    """
+    parts = bounds.size - 1
+    if parts <= 1:
+        kernel(*args, 0, bounds[0], bounds[-1])
+        return
+    counter = itertools.count()
+
+    def work():
+        while True:
+            t = next(counter)
+            if t >= parts:
+                return
+            kernel(*args, t, bounds[t], bounds[t + 1])
+
+    helpers = min(n_threads(), parts) - 1
+    futures = [_pool(helpers).submit(work) for _ in range(helpers)] if helpers > 0 else []
+    try:
+        work()
+    finally:
+        for f in futures:
+            f.result()
+
+
+def _scalar(value, dtype):
+    return np.asarray(value).astype(dtype)[()]
+
+
+def _conj_if(data, trans):
+    return np.conj(data) if trans == "H" and data.dtype.kind == "c" else data
+
+
+# --------------------------------------------------------------------------
+# SpMV
+# --------------------------------------------------------------------------
+
+@jit()
+def _spmv_short(indptr, indices, data, x, y, alpha, beta, zero, part, lo, hi):
+    start = indptr[lo]
+    for r in range(lo, hi):
+        end = indptr[r + 1]
+        a0 = zero
+        a1 = zero
+        p = start
+        while p + 2 <= end:
+            a0 += data[p] * x[np.uintp(indices[p])]
+            a1 += data[p + 1] * x[np.uintp(indices[p + 1])]
+            p += 2
+        if p < end:
+            a0 += data[p] * x[np.uintp(indices[p])]
+        acc = a0 + a1
+        if beta == zero:
+            y[r] = alpha * acc
+        else:
+            y[r] = alpha * acc + beta * y[r]
+        start = end
+
+
+@_jit_reassoc
+def _row_dot(indptr, indices, data, x, r, zero):
+    acc = zero
+    for p in range(indptr[r], indptr[r + 1]):
+        acc += data[p] * x[np.uintp(indices[p])]
+    return acc
+
+
+@_jit_reassoc
+def _spmv_long(indptr, indices, data, x, y, alpha, beta, zero, part, lo, hi):
+    # Four rows per step: their gathers are independent, so more of them are
+    # in flight at once; within a row LLVM vectorises the reassociable sum.
+    r = lo
+    while r + 4 <= hi:
+        a0 = _row_dot(indptr, indices, data, x, r, zero)
+        a1 = _row_dot(indptr, indices, data, x, r + 1, zero)
+        a2 = _row_dot(indptr, indices, data, x, r + 2, zero)
+        a3 = _row_dot(indptr, indices, data, x, r + 3, zero)
+        if beta == zero:
+            y[r] = alpha * a0
+            y[r + 1] = alpha * a1
+            y[r + 2] = alpha * a2
+            y[r + 3] = alpha * a3
+        else:
+            y[r] = alpha * a0 + beta * y[r]
+            y[r + 1] = alpha * a1 + beta * y[r + 1]
+            y[r + 2] = alpha * a2 + beta * y[r + 2]
+            y[r + 3] = alpha * a3 + beta * y[r + 3]
+        r += 4
+    while r < hi:
+        acc = _row_dot(indptr, indices, data, x, r, zero)
+        if beta == zero:
+            y[r] = alpha * acc
+        else:
+            y[r] = alpha * acc + beta * y[r]
+        r += 1
+
+
+@jit()
+def _spmv_t(indptr, indices, data, x, partial, part, lo, hi):
+    # partial (parts, n_cols) zeroed; range ``part`` scatters into its own row.
+    mine = partial[part]
+    for r in range(lo, hi):
+        v = x[r]
+        for p in range(indptr[r], indptr[r + 1]):
+            mine[np.uintp(indices[p])] += data[p] * v
+
+
+@jit()
+def _add_partials(partial, out, alpha, beta, zero, part, lo, hi):
+    # out[j] = alpha * sum_t partial[t, j] + beta * out[j] for j in [lo, hi).
+    n_parts = partial.shape[0]
+    for j in range(lo, hi):
+        acc = partial[0, j]
+        for t in range(1, n_parts):
+            acc += partial[t, j]
+        if beta == zero:
+            out[j] = alpha * acc
+        else:
+            out[j] = alpha * acc + beta * out[j]
+
+
+def _scatter_transposed(kernel, indptr, indices, data, src, out_flat, alpha, beta, n_out, work):
+    """``out = alpha * A.T-scatter(src) + beta * out`` through private per-range copies."""
+    dtype = data.dtype
+    bounds = row_bounds(indptr, work, per_thread=1)  # one private copy per range
+    partial = np.zeros((bounds.size - 1, n_out), dtype=dtype)
+    _run(kernel, bounds, indptr, indices, data, src, partial)
+    _run(_add_partials, even_bounds(n_out, partial.size), partial, out_flat, alpha, beta, dtype.type(0))
+
+
+def spmv(indptr, indices, data, shape, x, y, alpha=1, beta=0, trans="N"):
+    """CSR (indptr, indices, data) of ``shape``; x, y 1-D contiguous of data's dtype; not validated.
+
+    ``y = alpha * op(A) @ x + beta * y`` in place (``y`` is not read when
+    ``beta == 0``), with ``op`` = identity, transpose or conjugate transpose
+    for ``trans`` = ``"N"``, ``"T"``, ``"H"``.
+    """
+    dtype = data.dtype
+    zero, alpha, beta = dtype.type(0), _scalar(alpha, dtype), _scalar(beta, dtype)
+    m = indptr.size - 1
+    nnz = int(indptr[-1]) if m >= 0 else 0
+    if trans == "N":
+        kernel = _spmv_long if m and nnz >= _LONG_ROWS * m else _spmv_short
+        _run(kernel, row_bounds(indptr), indptr, indices, data, x, y, alpha, beta, zero)
+        return
+    _scatter_transposed(_spmv_t, indptr, indices, _conj_if(data, trans), x, y, alpha, beta,
+                        y.shape[0], None)
+
+
+# --------------------------------------------------------------------------
+# SpMM (row-major dense operands)
+# --------------------------------------------------------------------------
+
+@jit()
+def _spmm_n(indptr, indices, data, b, out, alpha, beta, zero, ahead, part, lo, hi):
+    n = b.shape[1]
+    last = indptr[hi]
+    for r in range(lo, hi):
+        row = out[r]
+        if beta == zero:
+            for j in range(n):
+                row[j] = zero
+        else:
+            for j in range(n):
+                row[j] *= beta
+        for p in range(indptr[r], indptr[r + 1]):
+            if ahead and p + ahead < last:
+                k = np.uintp(indices[p + ahead])
+                for j0 in range(0, n, 8):
+                    _prefetch_row(b, k, np.uintp(j0))
+            v = alpha * data[p]
+            src = b[np.uintp(indices[p])]
+            for j in range(n):
+                row[j] += v * src[j]
+
+
+@jit()
+def _spmm_t(indptr, indices, data, b, partial, part, lo, hi):
+    # partial (parts, n_cols * n) zeroed; range ``part`` scatters rows of b into its copy.
+    mine = partial[part]
+    n = b.shape[1]
+    for r in range(lo, hi):
+        src = b[r]
+        for p in range(indptr[r], indptr[r + 1]):
+            v = data[p]
+            base = np.uintp(indices[p]) * np.uintp(n)
+            for j in range(n):
+                mine[base + np.uintp(j)] += v * src[j]
+
+
+def spmm(indptr, indices, data, shape, b, out, alpha=1, beta=0, trans="N"):
+    """CSR of ``shape``; b (k, n) and out (m, n) C- or F-contiguous, data's dtype; not validated.
+
+    ``out = alpha * op(A) @ b + beta * out`` in place (``out`` is not read
+    when ``beta == 0``); ``trans`` as in :func:`spmv`. F-ordered operands
+    are copied to C order here (the CUDA twin uses them as they are).
+    """
+    dtype = data.dtype
+    zero, alpha_s, beta_s = dtype.type(0), _scalar(alpha, dtype), _scalar(beta, dtype)
+    b = np.ascontiguousarray(b)
+    target = out if out.flags.c_contiguous else np.ascontiguousarray(out)
+    n = b.shape[1]
+    work = (int(indptr[-1]) + indptr.size) * max(n, 1)
+    if n == 1 and target.shape[1] == 1:
+        spmv(indptr, indices, data, shape, b.reshape(-1), target.reshape(-1), alpha, beta, trans)
+    elif trans == "N":
+        ahead = _prefetch_distance(indptr, indices, n)
+        _run(_spmm_n, row_bounds(indptr, work), indptr, indices, data, b, target, alpha_s, beta_s, zero, ahead)
+    else:
+        _scatter_transposed(_spmm_t, indptr, indices, _conj_if(data, trans), b, target.reshape(-1),
+                            alpha_s, beta_s, target.size, work)
+    if target is not out:
+        out[...] = target
+
+
+# --------------------------------------------------------------------------
+# SpMM with a reduction
+# --------------------------------------------------------------------------
+
+@jit()
+def _reduce_step(op, acc, v):
+    if op <= 1:
+        return acc + v
+    if op == 2:
+        if v > acc or v != v:
+            return v
+        return acc
+    if v < acc or v != v:
+        return v
+    return acc
+
+
+@jit()
+def _spmm_reduce(indptr, indices, data, b, out, op, identity, zero, part, lo, hi):
+    n = b.shape[1]
+    term = np.empty(1, dtype=out.dtype)
+    for r in range(lo, hi):
+        row = out[r]
+        start = indptr[r]
+        end = indptr[r + 1]
+        if start == end:
+            for j in range(n):
+                row[j] = zero
+            continue
+        for j in range(n):
+            row[j] = identity
+        for p in range(start, end):
+            v = data[p]
+            src = b[np.uintp(indices[p])]
+            for j in range(n):
+                # Round the product to the value dtype first (integers wrap)
+                # so that max/min compare what NumPy would.
+                term[0] = v * src[j]
+                row[j] = _reduce_step(op, row[j], term[0])
+        if op == 1:
+            count = end - start
+            for j in range(n):
+                row[j] = row[j] / count
+
+
+def _reduce_identity(op, dtype):
+    if op in ("sum", "mean"):
+        return dtype.type(0)
+    if dtype.kind == "f":
+        return dtype.type(-np.inf if op == "max" else np.inf)
+    info = np.iinfo(dtype)
+    return dtype.type(info.min if op == "max" else info.max)
+
+
+def spmm_reduce(indptr, indices, data, shape, b, op):
+    """Canonical CSR of ``shape``; b (k, n) C-contiguous of data's dtype; op in sum/mean/max/min; not validated.
+
+    Returns out (m, n) with ``out[i, :] = op over stored (i, j) of data_ij * b[j, :]``;
+    rows without entries give 0 (torch's ``sparse.mm(..., reduce=)``).
+    ``mean`` needs an inexact dtype; ``max``/``min`` a real one (NaN propagates).
+    """
+    dtype = data.dtype
+    out = np.empty((shape[0], b.shape[1]), dtype=dtype)
+    bounds = row_bounds(indptr, (int(indptr[-1]) + indptr.size) * max(b.shape[1], 1))
+    _run(_spmm_reduce, bounds, indptr, indices, data, b, out, _REDUCE_CODES[op],
+         _reduce_identity(op, dtype), dtype.type(0))
+    return out
+
+
+# --------------------------------------------------------------------------
+# SpGEMM (Gustavson, two passes)
+# --------------------------------------------------------------------------
+
+@jit()
+def _spgemm_count(a_indptr, a_indices, b_indptr, b_indices, n_cols, counts, part, lo, hi):
+    seen = np.full(n_cols, -1, dtype=np.int64)
+    for r in range(lo, hi):
+        c = 0
+        for p in range(a_indptr[r], a_indptr[r + 1]):
+            k = np.uintp(a_indices[p])
+            for q in range(b_indptr[k], b_indptr[k + 1]):
+                j = np.uintp(b_indices[q])
+                if seen[j] != r:
+                    seen[j] = r
+                    c += 1
+        counts[r + 1] = c
+
+
+@jit()
+def _sort_columns(idx, lo, hi, tmp, counts, key_bits):
+    # Sort the non-negative keys idx[lo:hi] in place: insertion sort for
+    # short rows, else an LSD radix sort on 8-bit digits over key_bits bits
+    # (tmp has room for the row, counts for 256 digits).
+    n = hi - lo
+    if n <= 32:
+        for i in range(lo + 1, hi):
+            key = idx[i]
+            j = i - 1
+            while j >= lo and idx[j] > key:
+                idx[j + 1] = idx[j]
+                j -= 1
+            idx[j + 1] = key
+        return
+    src = idx[lo:hi]
+    dst = tmp[:n]
+    swapped = False
+    shift = 0
+    while shift < key_bits:
+        counts[:] = 0
+        for i in range(n):
+            counts[(src[i] >> shift) & 255] += 1
+        total = 0
+        for d in range(256):
+            c = counts[d]
+            counts[d] = total
+            total += c
+        for i in range(n):
+            d = (src[i] >> shift) & 255
+            dst[counts[d]] = src[i]
+            counts[d] += 1
+        src, dst = dst, src
+        swapped = not swapped
+        shift += 8
+    if swapped:
+        idx[lo:hi] = src
+
+
+@jit()
+def _spgemm_fill(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data,
+                 c_indptr, c_indices, c_data, n_cols, key_bits, part, lo, hi):
+    # A dense accumulator per range (Gustavson's SPA): the columns a row
+    # reaches are listed in c_indices, sorted in place, then their sums read.
+    acc = np.empty(n_cols, dtype=c_data.dtype)
+    mark = np.full(n_cols, -1, dtype=np.int64)
+    longest = 0
+    for r in range(lo, hi):
+        longest = max(longest, c_indptr[r + 1] - c_indptr[r])
+    tmp = np.empty(longest, dtype=c_indices.dtype)
+    counts = np.empty(256, dtype=np.int64)
+    for r in range(lo, hi):
+        start = c_indptr[r]
+        used = start
+        for p in range(a_indptr[r], a_indptr[r + 1]):
+            k = np.uintp(a_indices[p])
+            v = a_data[p]
+            for q in range(b_indptr[k], b_indptr[k + 1]):
+                j = np.uintp(b_indices[q])
+                if mark[j] != r:
+                    mark[j] = r
+                    c_indices[used] = j
+                    acc[j] = v * b_data[q]
+                    used += 1
+                else:
+                    acc[j] += v * b_data[q]
+        _sort_columns(c_indices, start, used, tmp, counts, key_bits)
+        for t in range(start, used):
+            c_data[t] = acc[np.uintp(c_indices[t])]
+
+
+def spgemm(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape):
+    """Two CSR matrices, (m, k) and (k, n) for ``shape = (m, k, n)``, one value dtype; not validated.
+
+    Returns the canonical CSR ``(indptr, indices, data)`` of ``A @ B``:
+    sorted unique column indices per row, structural zeros kept (every
+    position some product reaches is stored). Index dtype int32 when the
+    sizes allow, else int64. Sizes its output from a counting pass.
+    """
+    m, _, n = (int(s) for s in shape)
+    counts = np.zeros(m + 1, dtype=np.int64)
+    work = int(a_indptr[-1]) + int(b_indptr[-1]) + m
+    bounds = row_bounds(a_indptr, work)
+    _run(_spgemm_count, bounds, a_indptr, a_indices, b_indptr, b_indices, n, counts)
+    indptr64 = np.cumsum(counts)
+    nnz = int(indptr64[-1])
+    index_dtype = np.int32 if max(m, n, nnz) <= np.iinfo(np.int32).max else np.int64
+    indices = np.empty(nnz, dtype=index_dtype)
+    data = np.empty(nnz, dtype=a_data.dtype)
+    _run(_spgemm_fill, bounds, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data,
+         indptr64, indices, data, n, max(n - 1, 0).bit_length())
+    return indptr64.astype(index_dtype), indices, data
+
+
+# --------------------------------------------------------------------------
+# SDDMM
+# --------------------------------------------------------------------------
+
+@_jit_reassoc  # the dot products vectorise (their summation order is free, as in BLAS)
+def _sddmm(indptr, indices, a, bt, alpha, out, zero, ahead, part, lo, hi):
+    k = a.shape[1]
+    last = indptr[hi]
+    for r in range(lo, hi):
+        left = a[r]
+        for p in range(indptr[r], indptr[r + 1]):
+            if ahead and p + ahead < last:
+                c = np.uintp(indices[p + ahead])
+                for j0 in range(0, k, 8):
+                    _prefetch_row(bt, c, np.uintp(j0))
+            right = bt[np.uintp(indices[p])]
+            acc = zero
+            for j in range(k):
+                acc += left[j] * right[j]
+            out[p] = alpha * acc
+
+
+def sddmm(indptr, indices, a, bt, alpha=1):
+    """CSR pattern (indptr, indices) of an (m, n) matrix; a (m, k), bt (n, k) C-contiguous, one dtype; not validated.
+
+    Returns values (nnz,) with ``values[p] = alpha * a[row(p)] . bt[indices[p]]``:
+    the entries of ``alpha * a @ bt.T`` at the stored positions.
+    """
+    dtype = a.dtype
+    out = np.empty(indices.shape[0], dtype=dtype)
+    bounds = row_bounds(indptr, (indices.shape[0] + indptr.size) * max(a.shape[1], 1))
+    ahead = _prefetch_distance(indptr, indices, a.shape[1])
+    _run(_sddmm, bounds, indptr, indices, a, bt, _scalar(alpha, dtype), out, dtype.type(0), ahead)
+    return out

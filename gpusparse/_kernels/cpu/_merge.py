@@ -1,0 +1,179 @@
+"""Merging two sorted key sets on the CPU: union and intersection plans.
+
+The plan of a binary elementwise operation on two coalesced sparse arrays
+is the merge of their linear keys: for every output key, the position of
+that key in ``a`` and in ``b`` (or -1 where the key is missing). The work
+is cut by merge-path partitioning (Odeh, Green, Mwassi, Shmueli and
+Birk, "Merge Path", 2012): chunk ``c`` of ``n_chunks`` owns the diagonals
+``[c * per, (c + 1) * per)`` of the ``len(a) + len(b)`` grid, found by one
+binary search each, so every thread merges the same number of keys however
+the keys interleave. A chunk first counts its outputs, the counts are
+scanned, then every chunk writes its outputs from its offset.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import prange
+
+from gpusparse._kernels._numba import jit, n_threads
+
+from gpusparse._kernels.cpu._common import PARALLEL_MIN
+
+_HOW = {"union": 0, "intersection": 1}
+
+
+@jit()
+def _split(a, b, diag):
+    # (i, j): how many keys of a and of b come before merge diagonal ``diag``
+    # (a first on ties), moved so that equal keys a[i-1] == b[j] never fall
+    # on different sides of the split.
+    na, nb = a.size, b.size
+    lo = max(0, diag - nb)
+    hi = min(diag, na)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if a[mid] <= b[diag - mid - 1]:
+            lo = mid + 1
+        else:
+            hi = mid
+    i = lo
+    j = diag - lo
+    if i > 0 and j < nb and a[i - 1] == b[j]:
+        j += 1
+    return i, j
+
+
+@jit()
+def _count_matches(a, b, i, i_end, j, j_end):
+    # Equal pairs in a[i:i_end], b[j:j_end]; branch-free steps (the
+    # comparisons of interleaved random keys are unpredictable).
+    m = 0
+    while i < i_end and j < j_end:
+        x = a[i]
+        y = b[j]
+        m += x == y
+        i += x <= y
+        j += y <= x
+    return m
+
+
+@jit()
+def _write_union(a, b, i, i_end, j, j_end, out, keys, ia, ib):
+    n = out
+    while i < i_end and j < j_end:
+        x = a[i]
+        y = b[j]
+        take_a = x <= y
+        take_b = y <= x
+        keys[n] = x if take_a else y
+        ia[n] = i if take_a else -1
+        ib[n] = j if take_b else -1
+        n += 1
+        i += take_a
+        j += take_b
+    while i < i_end:
+        keys[n] = a[i]
+        ia[n] = i
+        ib[n] = -1
+        n += 1
+        i += 1
+    while j < j_end:
+        keys[n] = b[j]
+        ia[n] = -1
+        ib[n] = j
+        n += 1
+        j += 1
+
+
+@jit()
+def _write_intersection(a, b, i, i_end, j, j_end, out, limit, keys, ia, ib):
+    # Every step writes at n and advances n only on a match; the write is
+    # skipped at n == limit, where the next chunk's outputs begin.
+    n = out
+    while i < i_end and j < j_end:
+        x = a[i]
+        y = b[j]
+        if n < limit:
+            keys[n] = x
+            ia[n] = i
+            ib[n] = j
+        n += x == y
+        i += x <= y
+        j += y <= x
+
+
+@jit()
+def _count_chunk(a, b, how, bounds, c):
+    i, i_end, j, j_end = bounds[c, 0], bounds[c + 1, 0], bounds[c, 1], bounds[c + 1, 1]
+    m = _count_matches(a, b, i, i_end, j, j_end)
+    return m if how == 1 else (i_end - i) + (j_end - j) - m
+
+
+@jit()
+def _write_chunk(a, b, how, bounds, offsets, keys, ia, ib, c):
+    i, i_end, j, j_end = bounds[c, 0], bounds[c + 1, 0], bounds[c, 1], bounds[c + 1, 1]
+    if how == 0:
+        _write_union(a, b, i, i_end, j, j_end, offsets[c], keys, ia, ib)
+    else:
+        _write_intersection(a, b, i, i_end, j, j_end, offsets[c], offsets[c + 1], keys, ia, ib)
+
+
+@jit(parallel=True)
+def _merge_counts(a, b, how, bounds, counts):
+    for c in prange(counts.size):
+        counts[c] = _count_chunk(a, b, how, bounds, c)
+
+
+@jit(parallel=True)
+def _merge_write(a, b, how, bounds, offsets, keys, ia, ib):
+    for c in prange(offsets.size - 1):
+        _write_chunk(a, b, how, bounds, offsets, keys, ia, ib, c)
+
+
+@jit()
+def _merge_bounds(a, b, bounds):
+    n_chunks = bounds.shape[0] - 1
+    total = a.size + b.size
+    per = (total + n_chunks - 1) // n_chunks
+    for c in range(n_chunks + 1):
+        i, j = _split(a, b, min(c * per, total))
+        bounds[c, 0] = i
+        bounds[c, 1] = j
+
+
+def merge_sorted(a_keys, b_keys, how):
+    """a_keys (na,), b_keys (nb,) int64, each strictly increasing; not validated.
+
+    ``how="union"``: every key of either input once, in increasing order;
+    ``how="intersection"``: the keys in both. Returns ``(keys, a_index,
+    b_index, count)``: ``keys[t]`` is the t-th output key, ``a_index[t]``
+    its position in ``a_keys`` (-1 if absent), likewise ``b_index``;
+    ``count`` is a 0-d int64 array holding the number of outputs. The three
+    arrays have at least ``count`` entries (exactly ``count`` here; the CUDA
+    twin returns capacity-sized arrays); entries past ``count`` are
+    undefined.
+    """
+    if how not in _HOW:
+        raise ValueError(f"how must be 'union' or 'intersection', got {how!r}")
+    code = _HOW[how]
+    total = a_keys.size + b_keys.size
+    n_chunks = 2 * n_threads() if total >= PARALLEL_MIN else 1
+    bounds = np.empty((n_chunks + 1, 2), dtype=np.int64)
+    _merge_bounds(a_keys, b_keys, bounds)
+    offsets = np.zeros(n_chunks + 1, dtype=np.int64)
+    if n_chunks == 1:  # no thread start-up for small inputs
+        offsets[1] = _count_chunk(a_keys, b_keys, code, bounds, 0)
+    else:
+        counts = np.empty(n_chunks, dtype=np.int64)
+        _merge_counts(a_keys, b_keys, code, bounds, counts)
+        np.cumsum(counts, out=offsets[1:])
+    n_out = int(offsets[-1])
+    keys = np.empty(n_out, dtype=np.int64)
+    ia = np.empty(n_out, dtype=np.int64)
+    ib = np.empty(n_out, dtype=np.int64)
+    if n_chunks == 1:
+        _write_chunk(a_keys, b_keys, code, bounds, offsets, keys, ia, ib, 0)
+    else:
+        _merge_write(a_keys, b_keys, code, bounds, offsets, keys, ia, ib)
+    return keys, ia, ib, np.asarray(n_out, dtype=np.int64)

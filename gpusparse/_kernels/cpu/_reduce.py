@@ -1,0 +1,159 @@
+"""Reductions by unsorted key into a small dense output, on the CPU.
+
+``reduce_by_key`` is what a reduction along some axes needs when the kept
+axes span few elements compared with the entries (a sum over the rows of a
+matrix with many more entries than columns): no sort, one pass over the
+entries. Each thread reduces its contiguous share of the entries into a
+private dense output, in entry order; the private outputs are then folded
+in thread order, so the association is fixed by the number of threads and
+the result does not depend on timing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import prange
+
+from gpusparse._kernels._numba import jit, n_threads
+
+from gpusparse._kernels.cpu._common import PARALLEL_MIN
+from gpusparse._kernels.cpu._segment import _OP_CODES, _better, _identity, _kernel_view
+
+_REDUCE_BY_KEY_OPS = ("sum", "prod", "min", "max", "any", "all")
+
+
+@jit()
+def _scatter_range(keys, values, op, lo, hi, out, counts, with_counts):
+    # One loop per op (the op test stays outside the loop); width-1 values
+    # are the common case and get their own loops.
+    width = values.shape[1]
+    if with_counts:
+        for i in range(lo, hi):
+            counts[keys[i]] += 1
+    if width == 1:
+        if op == 0:
+            for i in range(lo, hi):
+                out[keys[i], 0] += values[i, 0]
+        elif op == 1:
+            for i in range(lo, hi):
+                out[keys[i], 0] *= values[i, 0]
+        elif op == 2:
+            for i in range(lo, hi):
+                j = keys[i]
+                if _better(2, values[i, 0], out[j, 0]):
+                    out[j, 0] = values[i, 0]
+        else:
+            for i in range(lo, hi):
+                j = keys[i]
+                if _better(3, values[i, 0], out[j, 0]):
+                    out[j, 0] = values[i, 0]
+        return
+    for i in range(lo, hi):
+        j = keys[i]
+        for f in range(width):
+            if op == 0:
+                out[j, f] += values[i, f]
+            elif op == 1:
+                out[j, f] *= values[i, f]
+            elif _better(op, values[i, f], out[j, f]):
+                out[j, f] = values[i, f]
+
+
+@jit(parallel=True)
+def _scatter_chunks(keys, values, op, private, private_counts, with_counts):
+    n = keys.size
+    n_chunks = private.shape[0]
+    per = (n + n_chunks - 1) // n_chunks
+    for c in prange(n_chunks):
+        lo = min(c * per, n)
+        _scatter_range(keys, values, op, lo, min(lo + per, n), private[c], private_counts[c], with_counts)
+
+
+@jit()
+def _fold(op, a, v):
+    if op == 0:
+        return a + v
+    if op == 1:
+        return a * v
+    if _better(op, v, a):
+        return v
+    return a
+
+
+@jit(parallel=True)
+def _combine_chunks(op, private, private_counts, out, counts, with_counts):
+    n_chunks, n_out, width = private.shape
+    for j in prange(n_out):
+        total = 0
+        for c in range(n_chunks):
+            if with_counts:
+                total += private_counts[c, j]
+            for f in range(width):
+                out[j, f] = private[c, j, f] if c == 0 else _fold(op, out[j, f], private[c, j, f])
+        if with_counts:
+            counts[j] = total
+
+
+@jit()
+def _logic_range(keys, values, is_all, lo, hi, out, counts, with_counts):
+    width = values.shape[1]
+    for i in range(lo, hi):
+        j = keys[i]
+        if with_counts:
+            counts[j] += 1
+        for f in range(width):
+            if is_all:
+                out[j, f] = out[j, f] and values[i, f] != 0
+            else:
+                out[j, f] = out[j, f] or values[i, f] != 0
+
+
+@jit(parallel=True)
+def _logic_chunks(keys, values, is_all, private, private_counts, with_counts):
+    n = keys.size
+    n_chunks = private.shape[0]
+    per = (n + n_chunks - 1) // n_chunks
+    for c in prange(n_chunks):
+        lo = min(c * per, n)
+        _logic_range(keys, values, is_all, lo, min(lo + per, n), private[c], private_counts[c], with_counts)
+
+
+def reduce_by_key(keys, values, n_out, op, with_counts=True):
+    """keys (n,) int64 in [0, n_out); values (n, w); not validated."""
+    if op not in _REDUCE_BY_KEY_OPS:
+        raise ValueError(f"op must be one of {_REDUCE_BY_KEY_OPS}, got {op!r}")
+    n_out = int(n_out)
+    n, width = values.shape
+    logic = op in ("any", "all")
+    if values.dtype == np.bool_ and not logic:  # sum/max = or, prod/min = and
+        return reduce_by_key(keys, values, n_out, "any" if op in ("sum", "max") else "all", with_counts)
+    out_dtype = np.dtype(np.bool_) if logic else values.dtype
+    n_chunks = n_threads() if n >= PARALLEL_MIN and n_out <= n else 1
+    if logic:
+        start = np.bool_(op == "all")
+        vals = values
+    else:
+        vals = _kernel_view(values)
+        start = _identity(op, vals.dtype)
+    private = np.full((n_chunks, n_out, width), start, dtype=out_dtype if logic else vals.dtype)
+    private_counts = np.zeros((n_chunks, n_out) if with_counts else (n_chunks, 0), dtype=np.int64)
+    if n_chunks == 1:  # no thread start-up for small inputs
+        if logic:
+            _logic_range(keys, vals, op == "all", 0, n, private[0], private_counts[0], with_counts)
+        else:
+            _scatter_range(keys, vals, _OP_CODES[op], 0, n, private[0], private_counts[0], with_counts)
+        out, counts = private[0], private_counts[0]
+    else:
+        if logic:
+            _logic_chunks(keys, vals, op == "all", private, private_counts, with_counts)
+        else:
+            _scatter_chunks(keys, vals, _OP_CODES[op], private, private_counts, with_counts)
+        out = np.empty((n_out, width), dtype=private.dtype)
+        counts = np.empty(n_out if with_counts else 0, dtype=np.int64)
+        code = _OP_CODES["max" if op == "any" else "min"] if logic else _OP_CODES[op]
+        if logic:  # fold bools as uint8 with max (or) / min (and)
+            _combine_chunks(code, private.view(np.uint8), private_counts, out.view(np.uint8), counts,
+                            with_counts)
+        else:
+            _combine_chunks(code, private, private_counts, out, counts, with_counts)
+    return out.astype(out_dtype, copy=False), (counts if with_counts else None)

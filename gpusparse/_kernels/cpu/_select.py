@@ -1,0 +1,161 @@
+"""Copies of runs of rows on the CPU (the gathers behind row selection and joins)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import prange, uint64
+
+from gpusparse._kernels._numba import jit
+from gpusparse._kernels.cpu._common import PARALLEL_MIN
+
+#: Copies below this many words run serially: a copy is memory-bound, and
+#: thread hand-off costs more than it gains until the copy is large.
+PARALLEL_COPY_MIN = max(PARALLEL_MIN, 1 << 22)
+
+
+# Indices are cast to uint64 inside the loops: Numba then skips the
+# negative-index wraparound on every access, which lets the copies vectorise
+# (2-3x faster than int64 indexing for the short runs of sparse rows).
+
+@jit(parallel=True)
+def _copy_segments(values, src_starts, dst_starts, lengths, width, out):
+    # values and out are flat: row r is [r * width, (r + 1) * width)
+    w = uint64(width)
+    for s in prange(lengths.size):
+        src = uint64(src_starts[s]) * w
+        dst = uint64(dst_starts[s]) * w
+        for e in range(uint64(lengths[s]) * w):
+            out[dst + e] = values[src + e]
+
+
+@jit()
+def _copy_segments_serial(values, src_starts, dst_starts, lengths, width, out):
+    w = uint64(width)
+    for s in range(lengths.size):
+        src = uint64(src_starts[s]) * w
+        dst = uint64(dst_starts[s]) * w
+        for e in range(uint64(lengths[s]) * w):
+            out[dst + e] = values[src + e]
+
+
+@jit()
+def _copy_segments_pair(values, values2, src_starts, dst_starts, lengths, width, width2, out, out2):
+    # Two arrays moved by the same runs in one pass: the cache misses of a
+    # run's first rows in both arrays overlap instead of adding up.
+    w, w2 = uint64(width), uint64(width2)
+    for s in range(lengths.size):
+        src = uint64(src_starts[s])
+        dst = uint64(dst_starts[s])
+        n = uint64(lengths[s])
+        for e in range(n * w):
+            out[dst * w + e] = values[src * w + e]
+        for e in range(n * w2):
+            out2[dst * w2 + e] = values2[src * w2 + e]
+
+
+@jit()
+def _copy_pair_unit(values, values2, src_starts, dst_starts, lengths, out, out2):
+    # _copy_segments_pair for rows of one word each (indices and scalar values)
+    for s in range(lengths.size):
+        src = uint64(src_starts[s])
+        dst = uint64(dst_starts[s])
+        n = uint64(lengths[s])
+        for e in range(n):
+            out[dst + e] = values[src + e]
+        for e in range(n):
+            out2[dst + e] = values2[src + e]
+
+
+def _words(arr):
+    # Only bytes move: one compiled kernel per item size (bool as uint8,
+    # complex as twice as many real words).
+    if arr.dtype == np.bool_:
+        return arr.view(np.uint8)
+    if arr.dtype.kind == "c":
+        return arr.view(np.float32 if arr.dtype == np.complex64 else np.float64)
+    return arr
+
+
+def copy_segments(values, src_starts, dst_starts, lengths, out, values2=None, out2=None):
+    """values (m, w), out (n, w) C-contiguous, one dtype; runs in bounds, destinations disjoint; not validated.
+
+    Writes ``out[dst_starts[s] + j] = values[src_starts[s] + j]`` for every
+    segment ``s`` and ``0 <= j < lengths[s]`` (and the same for ``values2``
+    into ``out2`` when given, in the same pass); returns None.
+    """
+    if lengths.size == 0:
+        return None
+    flat_in, flat_out = _words(values), _words(out)
+    width = flat_in.shape[1]
+    if values2 is not None and flat_out.size < PARALLEL_COPY_MIN:
+        flat_in2, flat_out2 = _words(values2), _words(out2)
+        if width == 1 and flat_in2.shape[1] == 1:
+            _copy_pair_unit(flat_in.reshape(-1), flat_in2.reshape(-1), src_starts, dst_starts, lengths,
+                            flat_out.reshape(-1), flat_out2.reshape(-1))
+            return None
+        _copy_segments_pair(flat_in.reshape(-1), flat_in2.reshape(-1), src_starts, dst_starts, lengths,
+                            np.int64(width), np.int64(flat_in2.shape[1]), flat_out.reshape(-1),
+                            flat_out2.reshape(-1))
+        return None
+    if width:
+        kernel = _copy_segments if flat_out.size >= PARALLEL_COPY_MIN else _copy_segments_serial
+        kernel(flat_in.reshape(-1), src_starts, dst_starts, lengths, np.int64(width), flat_out.reshape(-1))
+    if values2 is not None:
+        copy_segments(values2, src_starts, dst_starts, lengths, out2)
+    return None
+
+
+@jit(parallel=True)
+def _segment_search(keys, starts, ends, values, right, out):
+    for s in prange(starts.size):
+        lo = starts[s]
+        hi = ends[s]
+        v = values[s]
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            k = keys[mid]
+            if k < v or (right and k == v):
+                lo = mid + 1
+            else:
+                hi = mid
+        out[s] = lo
+
+
+def segment_search(keys, starts, ends, values, side="left"):
+    """keys (n,) int32/int64 sorted within each [starts[i], ends[i]); values (s,) int64; not validated.
+
+    Returns out (s,) int64: the first position p in ``[starts[i], ends[i]]``
+    with ``keys[p] >= values[i]`` (``side="left"``) or ``> values[i]``
+    (``"right"``), as ``numpy.searchsorted`` on each segment, offset by its start.
+    """
+    out = np.empty(starts.size, dtype=np.int64)
+    _segment_search(keys, starts, ends, values, side == "right", out)
+    return out
+
+
+@jit()
+def _bucket_order(keys, indptr, dest):
+    # counting sort: histogram, exclusive scan, stable placement
+    for i in range(keys.size):
+        indptr[uint64(keys[i]) + uint64(1)] += 1
+    for b in range(1, indptr.size):
+        indptr[b] += indptr[b - 1]
+    next_free = indptr[:-1].copy()
+    for i in range(keys.size):
+        k = uint64(keys[i])
+        dest[i] = next_free[k]
+        next_free[k] += 1
+
+
+def bucket_order(keys, n_buckets):
+    """keys (n,) int64 in [0, n_buckets); not validated.
+
+    Returns ``(dest, indptr)``: ``dest[i]`` is the position of element ``i``
+    in the stable sorted order of ``keys`` (equal keys keep their input
+    order), and ``indptr`` (n_buckets + 1,) int64 the first position of each
+    bucket. One counting pass (SciPy's ``tocsc`` ordering), for small ranges.
+    """
+    indptr = np.zeros(int(n_buckets) + 1, dtype=np.int64)
+    dest = np.empty(keys.size, dtype=np.int64)
+    _bucket_order(keys, indptr, dest)
+    return dest, indptr

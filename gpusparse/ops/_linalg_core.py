@@ -1,0 +1,414 @@
+"""The product engines: sparse @ dense, dense @ sparse and sparse @ sparse, N-d with broadcasting.
+
+Every product reduces to one 2-D product handed to a primitive:
+
+* **2-D operands** go straight to ``spmv`` / ``spmm`` / ``spgemm`` through a
+  :class:`~gpusparse.ops._linalg_operands.CsrView` (CSC as the transpose of
+  its own arrays, so neither CSR nor CSC is ever converted for SpMV/SpMM).
+  ``dense @ sparse`` is ``(sparse.T @ dense.T).T`` with the transposes taken
+  as column-major views, which the primitives accept as they are.
+* **N-d operands** (NumPy's ``matmul`` rules: the last two axes are the
+  matrix, the others are batch axes that broadcast) become one
+  block-diagonal 2-D product (:class:`BatchPlan`). Batch axes both operands
+  have (*shared*) index the diagonal blocks; axes only the sparse left
+  operand has go into its rows; axes only the right operand has go into its
+  columns. No sparse entry is ever copied per batch, and a dense operand is
+  transposed once at most.
+* Sparse @ sparse whose output would need an index pointer or a dense
+  accumulator far larger than the operands (huge sparse shapes) takes the
+  expand-sort-compress route: every product term is generated and the terms
+  are coalesced (:func:`esc_product`).
+
+bool products are computed in int64 and compared with 0 (NumPy's bool
+matmul is an OR of ANDs).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from gpusparse._device import device_scope, kernels_for, to_host, xp_for
+from gpusparse.ops import canonical, convert
+from gpusparse.ops._linalg_operands import (
+    as_coo,
+    compute_dtype,
+    coo_to_csr,
+    csr_view,
+    linear_keys,
+    new_coo,
+)
+
+__all__ = [
+    "BatchPlan",
+    "dense_sparse",
+    "esc_product",
+    "finish_dense",
+    "hybrid_left_dense",
+    "sparse_dense",
+    "sparse_sparse",
+    "spgemm_2d",
+    "spmm_into",
+    "transpose_2d",
+]
+
+
+# --------------------------------------------------------------------------
+# Small helpers
+# --------------------------------------------------------------------------
+
+def finish_dense(out, dtype):
+    """``out`` computed in :func:`compute_dtype` ``(dtype)`` as ``dtype``."""
+    return out != 0 if np.dtype(dtype) == np.bool_ else out
+
+
+def finish_sparse(x, dtype):
+    """Sparse ``x`` computed in the compute dtype as ``dtype`` (bool: stored value != 0)."""
+    if np.dtype(dtype) != np.bool_:
+        return x
+    from gpusparse.ops.convert import components, rebuild
+    arrays = components(x)
+    with device_scope(x.device):
+        data = arrays[-1] != 0
+    return rebuild(x, arrays[:-1] + (data,), fill_value=np.bool_(False))
+
+
+def transpose_2d(x):
+    """The transpose of a 2-D all-sparse array: CSR <-> CSC over the same arrays, COO rows swapped."""
+    from gpusparse.containers import CSC, CSR
+    m, n = x.shape
+    if x.format == "csr":
+        return CSC._from_parts(x.indptr, x.indices, x.data, (n, m), x.fill_value, x.device)
+    if x.format == "csc":
+        return CSR._from_parts(x.indptr, x.indices, x.data, (n, m), x.fill_value, x.device)
+    return swap_last_two(x)
+
+
+def swap_last_two(x):
+    """All-sparse COO ``x`` with its last two axes swapped."""
+    coo = as_coo(x)
+    d = coo.ndim
+    order = list(range(d - 2)) + [d - 1, d - 2]
+    with device_scope(coo.device):
+        coords = coo.coords[order]
+    shape = tuple(coo.shape[i] for i in order)
+    return new_coo(coords, coo.data, shape, coo.device, sorted=coo.nnz <= 1, unique=coo.unique,
+                   fill=coo.fill_value)
+
+
+def spmm_into(view, b, out, dev, alpha=1, beta=0):
+    """``out = alpha * op(view) @ b + beta * out`` for 1-D or 2-D ``b`` / ``out`` of the view's dtype."""
+    k, xp = kernels_for(dev), xp_for(dev)
+    if out.size == 0:
+        return
+    if view.nnz == 0 or b.shape[0] == 0:
+        if beta == 0:
+            out[...] = 0
+        else:
+            out[...] = out * out.dtype.type(beta)
+        return
+    if b.ndim == 2 and b.shape[1] == 1 and (out.flags.c_contiguous or out.flags.f_contiguous):
+        b, out = b.reshape(-1), out.reshape(-1)  # one column: SpMV (a view of out, written in place)
+    if b.ndim == 1:
+        k.spmv(view.indptr, view.indices, view.data, view.stored_shape, xp.ascontiguousarray(b),
+               out, alpha, beta, view.trans)
+        return
+    if not (b.flags.c_contiguous or b.flags.f_contiguous):
+        b = xp.ascontiguousarray(b)
+    k.spmm(view.indptr, view.indices, view.data, view.stored_shape, b, out, alpha, beta, view.trans)
+
+
+# --------------------------------------------------------------------------
+# Batch axes
+# --------------------------------------------------------------------------
+
+class BatchPlan:
+    """How the batch axes of ``(*a_batch, M, K) @ (*b_batch, K, N)`` map onto one 2-D product.
+
+    ``out`` is the broadcast batch shape. Each output batch axis is
+    *shared* (both operands have it, size > 1), *a-only*, *b-only* (the
+    other operand broadcasts along it) or trivial (size 1 in both). The
+    left operand becomes the ``(shared, a_only, M) x (shared, K)`` matrix,
+    the right one ``(shared, K) x (b_only, N)``: block diagonal in the
+    shared axes.
+    """
+
+    def __init__(self, a_batch, b_batch, names=("a", "b")):
+        a_batch, b_batch = tuple(a_batch), tuple(b_batch)
+        try:
+            out = np.broadcast_shapes(a_batch, b_batch)
+        except ValueError:
+            raise ValueError(
+                f"the batch dimensions of {names[0]} {a_batch} and {names[1]} {b_batch} "
+                "cannot be broadcast together"
+            ) from None
+        L = len(out)
+        pa = (1,) * (L - len(a_batch)) + a_batch
+        pb = (1,) * (L - len(b_batch)) + b_batch
+        self.out = tuple(out)
+        self.a_off = L - len(a_batch)
+        self.b_off = L - len(b_batch)
+        self.shared = [i for i in range(L) if pa[i] == pb[i] and pa[i] != 1]
+        self.a_only = [i for i in range(L) if pa[i] != 1 and pb[i] == 1]
+        self.b_only = [i for i in range(L) if pb[i] != 1 and pa[i] == 1]
+
+    def _sizes(self, axes):
+        return [self.out[i] for i in axes]
+
+    # -- the left (sparse) operand --------------------------------------
+    def left_keeps_order(self) -> bool:
+        return not self.shared or not self.a_only or max(self.shared) < min(self.a_only)
+
+    def left_matrix(self, a, k, xp):
+        """All-sparse COO ``a`` as the 2-D COO ``(shared, a_only, M) x (shared, K)``."""
+        coo = as_coo(a)
+        c = coo.coords
+        M, K = coo.shape[-2:]
+        rows = [c[i - self.a_off] for i in self.shared + self.a_only] + [c[coo.ndim - 2]]
+        cols = [c[i - self.a_off] for i in self.shared] + [c[coo.ndim - 1]]
+        row_shape = self._sizes(self.shared + self.a_only) + [M]
+        col_shape = self._sizes(self.shared) + [K]
+        r = linear_keys(rows, row_shape, k, xp)
+        s = linear_keys(cols, col_shape, k, xp)
+        return new_coo(xp.stack([r, s]), coo.data, (math.prod(row_shape), math.prod(col_shape)),
+                       coo.device, sorted=coo.sorted and self.left_keeps_order(), unique=coo.unique)
+
+    # -- the right operand ----------------------------------------------
+    def right_matrix(self, b, k, xp):
+        """All-sparse COO ``b`` as the 2-D COO ``(shared, K) x (b_only, N)``."""
+        coo = as_coo(b)
+        c = coo.coords
+        K, N = coo.shape[-2:]
+        rows = [c[i - self.b_off] for i in self.shared] + [c[coo.ndim - 2]]
+        cols = [c[i - self.b_off] for i in self.b_only] + [c[coo.ndim - 1]]
+        row_shape = self._sizes(self.shared) + [K]
+        col_shape = self._sizes(self.b_only) + [N]
+        r = linear_keys(rows, row_shape, k, xp)
+        s = linear_keys(cols, col_shape, k, xp)
+        return new_coo(xp.stack([r, s]), coo.data, (math.prod(row_shape), math.prod(col_shape)),
+                       coo.device, sorted=coo.sorted and not self.b_only, unique=coo.unique)
+
+    def right_dense(self, b, xp):
+        """Dense ``b`` as the 2-D array ``(shared, K) x (b_only, N)`` (one copy at most)."""
+        L = len(self.out)
+        b = b.reshape((1,) * self.b_off + b.shape)
+        keep = set(self.shared) | set(self.b_only)
+        index = tuple(slice(None) if i in keep else 0 for i in range(L))
+        b = b[index]
+        kept = [i for i in range(L) if i in keep]  # axis j of b is batch axis kept[j]
+        pos = {axis: j for j, axis in enumerate(kept)}
+        n_kept = len(kept)
+        perm = [pos[i] for i in self.shared] + [n_kept] + [pos[i] for i in self.b_only] + [n_kept + 1]
+        b = xp.transpose(b, perm)
+        K, N = b.shape[len(self.shared)], b.shape[-1]
+        rows = math.prod(self._sizes(self.shared)) * K
+        cols = math.prod(self._sizes(self.b_only)) * N
+        return xp.ascontiguousarray(b).reshape(rows, cols)
+
+    # -- the result -------------------------------------------------------
+    def unpack_dense(self, out2, M, N, xp):
+        """The 2-D result as the dense ``(*out, M, N)`` array (C order)."""
+        lead = self.shared + self.a_only
+        shape = self._sizes(lead) + [M] + self._sizes(self.b_only) + [N]
+        res = out2.reshape(shape)
+        axis_of = {i: j for j, i in enumerate(lead)}
+        axis_of.update({i: len(lead) + 1 + j for j, i in enumerate(self.b_only)})
+        order = [axis_of[i] for i in range(len(self.out)) if i in axis_of]
+        order += [len(lead), len(shape) - 1]
+        res = xp.ascontiguousarray(xp.transpose(res, order))
+        return res.reshape(self.out + (M, N))
+
+    def result_keeps_order(self) -> bool:
+        return not self.b_only and self.left_keeps_order()
+
+    def unpack_coords(self, rows, cols, M, N, k, xp):
+        """Output coordinates ``(len(out) + 2, n)`` from the 2-D result's row and column keys."""
+        lead = self.shared + self.a_only
+        n = rows.shape[0]
+        rc = k.delinearize(rows, tuple(self._sizes(lead) + [M]))
+        cc = k.delinearize(cols, tuple(self._sizes(self.b_only) + [N]))
+        out_rows = []
+        for i in range(len(self.out)):
+            if i in lead:
+                out_rows.append(rc[lead.index(i)])
+            elif i in self.b_only:
+                out_rows.append(cc[self.b_only.index(i)])
+            else:
+                out_rows.append(xp.zeros(n, dtype=np.int64))
+        out_rows += [rc[len(lead)], cc[len(self.b_only)]]
+        return xp.stack(out_rows)
+
+
+# --------------------------------------------------------------------------
+# sparse @ dense, dense @ sparse
+# --------------------------------------------------------------------------
+
+def _zeros(shape, dtype, dev):
+    xp = xp_for(dev)
+    with device_scope(dev):
+        return xp.zeros(shape, dtype=dtype)
+
+
+def sparse_dense(a, b, dtype):
+    """All-sparse ``a`` (>= 2-D, zero fill) @ dense ``b`` (>= 2-D), NumPy broadcasting, in ``dtype``."""
+    dev = a.device
+    k, xp = kernels_for(dev), xp_for(dev)
+    cdt = compute_dtype(dtype)
+    M, K = a.shape[-2:]
+    N = b.shape[-1]
+    plan = BatchPlan(a.shape[:-2], b.shape[:-2])
+    out_shape = plan.out + (M, N)
+    if math.prod(out_shape) == 0 or a.nnz == 0 or K == 0:
+        return _zeros(out_shape, dtype, dev)
+    with device_scope(dev):
+        b = b.astype(cdt, copy=False)
+        if a.ndim == 2:
+            view = csr_view(a).astype(cdt)
+            if b.ndim == 2:
+                out = xp.empty((M, N), dtype=cdt)
+                spmm_into(view, b, out, dev)
+                return finish_dense(out, dtype)
+            b2 = plan.right_dense(b, xp)
+        else:
+            warn = a.format == "coo" and not a.sorted
+            view = csr_view(plan.left_matrix(a, k, xp), warn=warn).astype(cdt)
+            b2 = plan.right_dense(b, xp)
+        out2 = xp.empty((view.shape[0], b2.shape[1]), dtype=cdt)
+        spmm_into(view, b2, out2, dev)
+        return finish_dense(plan.unpack_dense(out2, M, N, xp), dtype)
+
+
+def dense_sparse(a, b, dtype):
+    """Dense ``a`` (>= 2-D) @ all-sparse ``b`` (>= 2-D, zero fill): ``(b.T @ a.T).T`` per batch."""
+    dev = b.device
+    xp = xp_for(dev)
+    cdt = compute_dtype(dtype)
+    M, K = a.shape[-2:]
+    N = b.shape[-1]
+    if a.ndim == 2 and b.ndim == 2:
+        if M * N == 0 or b.nnz == 0 or K == 0:
+            return _zeros((M, N), dtype, dev)
+        with device_scope(dev):
+            a = a.astype(cdt, copy=False)
+            view = csr_view(b).astype(cdt).transposed()
+            out = xp.empty((M, N), dtype=cdt)
+            spmm_into(view, a.T, out.T, dev)  # out.T = b.T @ a.T, both as column-major views
+            return finish_dense(out, dtype)
+    bt = transpose_2d(b) if b.ndim == 2 else swap_last_two(b)
+    with device_scope(dev):
+        res = sparse_dense(bt, xp.swapaxes(a, -1, -2), dtype)
+        return xp.ascontiguousarray(xp.swapaxes(res, -1, -2))
+
+
+def hybrid_left_dense(a, b, dtype):
+    """Sparse ``a`` with dense trailing dims @ dense ``b`` (1-D or 2-D): the contraction stays inside the blocks.
+
+    Each stored block ``(*D, K)`` is multiplied by ``b``; the blocks are
+    scattered into the dense result (duplicates add up).
+    """
+    from gpusparse.containers import COO
+    dev = a.device
+    xp = xp_for(dev)
+    cdt = compute_dtype(dtype)
+    coo = as_coo(a)
+    shape = a.shape[:-1] + ((b.shape[-1],) if b.ndim == 2 else ())
+    with device_scope(dev):
+        blocks = xp.matmul(coo.data.astype(cdt, copy=False), b.astype(cdt, copy=False))
+        res = COO._from_parts(coo.coords, xp.ascontiguousarray(blocks), shape, cdt.type(0), dev,
+                              sorted=coo.sorted, unique=coo.unique)
+        return finish_dense(res.to_dense(), dtype)
+
+
+# --------------------------------------------------------------------------
+# sparse @ sparse
+# --------------------------------------------------------------------------
+
+_INT32_LIMIT = 2**31 - 2
+
+
+def _spgemm_fits(m, n, nnz) -> bool:
+    """Whether the output index pointer and accumulators stay near the operands' size."""
+    return max(m, n) <= _INT32_LIMIT and max(m, n) <= max(2**24, 16 * nnz)
+
+
+def spgemm_2d(a, b, cdt):
+    """2-D all-sparse ``a @ b`` (zero fills) in ``cdt``: CSR, or CSC for CSC @ CSC, or COO (huge shapes).
+
+    May synchronise the device (the size of the output).
+    """
+    from gpusparse.containers import CSC, CSR
+    dev = a.device
+    k = kernels_for(dev)
+    m, kk = a.shape
+    n = b.shape[1]
+    zero = cdt.type(0)
+    if not _spgemm_fits(m, n, a.nnz + b.nnz):
+        return esc_product(a, b, cdt)
+    with device_scope(dev):
+        if a.format == "csc" and b.format == "csc":  # C.T = B.T @ A.T: read both CSC as CSR
+            ip, ix, dd = k.spgemm(b.indptr, b.indices, b.data.astype(cdt, copy=False),
+                                  a.indptr, a.indices, a.data.astype(cdt, copy=False),
+                                  (n, kk, m))  # sync: the primitive sizes its output
+            return CSC._from_parts(ip, ix, dd, (m, n), zero, dev)
+        ac = a if a.format == "csr" else (coo_to_csr(a) if a.format == "coo" else convert.asformat(a, "csr"))
+        bc = b if b.format == "csr" else (coo_to_csr(b) if b.format == "coo" else convert.asformat(b, "csr"))
+        ip, ix, dd = k.spgemm(ac.indptr, ac.indices, ac.data.astype(cdt, copy=False),
+                              bc.indptr, bc.indices, bc.data.astype(cdt, copy=False),
+                              (m, kk, n))  # sync: the primitive sizes its output
+        return CSR._from_parts(ip, ix, dd, (m, n), zero, dev)
+
+
+def esc_product(a, b, cdt):
+    """2-D ``a @ b`` by expand-sort-compress: every product term, then one coalesce.
+
+    Works for any shape whose 2-D keys fit the coalesce (which splits keys
+    beyond 63 bits); costs memory and a sort proportional to the number of
+    product terms. Synchronises once to size the terms.
+    """
+    dev = a.device
+    k, xp = kernels_for(dev), xp_for(dev)
+    A = as_coo(a)
+    B = canonical.coalesce(as_coo(b))
+    m, n = a.shape[0], b.shape[1]
+    with device_scope(dev):
+        a_rows, a_cols = A.coords[0], A.coords[1]
+        b_rows = B.coords[0]
+        lo = xp.searchsorted(b_rows, a_cols, side="left")
+        hi = xp.searchsorted(b_rows, a_cols, side="right")
+        ptr = xp.zeros(A.nnz + 1, dtype=np.int64)
+        xp.cumsum(hi - lo, out=ptr[1:])
+        total = int(to_host(ptr[-1:])[0])  # sync: the number of product terms
+        src_a = k.expand(ptr, total)
+        src_b = lo[src_a] + (xp.arange(total, dtype=np.int64) - ptr[src_a])
+        rows = a_rows[src_a]
+        cols = B.coords[1][src_b]
+        data = A.data.astype(cdt, copy=False)[src_a] * B.data.astype(cdt, copy=False)[src_b]
+        terms = new_coo(xp.stack([rows, cols]), data, (m, n), dev, sorted=False, unique=False)
+    return canonical.coalesce(terms)
+
+
+def sparse_sparse(a, b, dtype, fmt):
+    """All-sparse ``a @ b`` (>= 2-D each, zero fills) in ``dtype``.
+
+    2-D results take ``fmt`` (``"coo"``, ``"csr"``, ``"csc"``); N-d results are COO.
+    """
+    dev = a.device
+    k, xp = kernels_for(dev), xp_for(dev)
+    cdt = compute_dtype(dtype)
+    M = a.shape[-2]
+    N = b.shape[-1]
+    if a.ndim == 2 and b.ndim == 2:
+        res = spgemm_2d(a, b, cdt)
+        res = res if res.format == fmt else convert.asformat(res, fmt)
+        return finish_sparse(res, dtype)
+    plan = BatchPlan(a.shape[:-2], b.shape[:-2])
+    out_shape = plan.out + (M, N)
+    with device_scope(dev):
+        a2 = plan.left_matrix(a, k, xp)
+        b2 = plan.right_matrix(b, k, xp)
+        res = as_coo(spgemm_2d(a2, b2, cdt))
+        coords = plan.unpack_coords(res.coords[0], res.coords[1], M, N, k, xp)
+        out = new_coo(coords, res.data, out_shape, dev,
+                      sorted=res.sorted and plan.result_keeps_order(), unique=True)
+    return finish_sparse(out, dtype)

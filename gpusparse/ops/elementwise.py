@@ -1,0 +1,1033 @@
+"""Elementwise operations: any ufunc or N-ary function, broadcasting, fill values.
+
+:func:`elemwise` applies a function to sparse arrays, dense arrays and
+scalars with NumPy broadcasting. The result's fill value is the function of
+the operands' fill values (pydata sparse's rule): ``x + 1`` has fill value
+``x.fill_value + 1``, ``~x`` of a bool array with fill False has fill True.
+
+How the stored entries are found
+--------------------------------
+* One sparse operand: its own entries (coalesced first, unless the function
+  is linear in it -- ``-x``, ``2 * x``, ``x / 4``, ``x.conj()`` -- when
+  duplicates may stay: each one is mapped on its own).
+* Several sparse operands: their coordinates are linearised to int64 keys
+  and merged on the device (primitive ``merge_sorted``). Positions stored
+  in only one operand take the other operands' fill values there. When the
+  function maps the entries of each operand to the result's fill value
+  wherever the other operand is unstored -- multiplication with fill 0 and
+  no infinities or NaN -- only the intersection is computed, otherwise the
+  union. ``x + y`` of arrays with fill 0 where either is uncoalesced is the
+  concatenation of their entries (addition is linear; nothing is sorted).
+* Dense operands are read at the stored coordinates. They must map the
+  fill value to a single value everywhere -- ``x * dense`` with fill 0 and a
+  finite ``dense`` -- otherwise the result would be dense and
+  ``ValueError`` is raised, unless auto-densify is on
+  (``gpusparse.set_options(auto_densify=True)`` or
+  ``GPUSPARSE_AUTO_DENSIFY=1``), which returns a dense array.
+
+Entries of the result equal to its fill value are dropped (pydata does the
+same), so ``x * 0`` stores nothing.
+
+On a GPU every function runs on the device: a NumPy ufunc or function is
+replaced by the function of the same name of the device's array module.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+import numpy as np
+
+from gpusparse._device import array_device, device_of, device_scope, kernels_for, to_host, xp_for
+from gpusparse._dtypes import VALUE_DTYPES, check_value_dtype, index_dtype_for
+from gpusparse._options import get_option
+from gpusparse.ops import canonical
+from gpusparse.ops._broadcast import as_coo, broadcast_coo, broadcast_shapes, gather_dense, sparse_prefix
+
+__all__ = [
+    "abs",
+    "add",
+    "astype",
+    "clip",
+    "conj",
+    "elemwise",
+    "imag",
+    "isfinite",
+    "isnan",
+    "maximum",
+    "minimum",
+    "nan_to_num",
+    "prune",
+    "real",
+    "round",
+    "where",
+]
+
+_builtin_abs = abs
+_builtin_round = round
+
+#: Ufuncs linear in their single sparse argument (with scalars elsewhere):
+#: duplicates of an uncoalesced array may be mapped one by one.
+_LINEAR_UNARY = ("negative", "positive", "conjugate")
+_LINEAR_SCALE = ("multiply",)
+_LINEAR_DIVIDE = ("divide", "true_divide")
+
+
+# --------------------------------------------------------------------------
+# Operands
+# --------------------------------------------------------------------------
+
+class _Operand:
+    """One argument of :func:`elemwise`: ``kind`` is "sparse", "dense" or "scalar"."""
+
+    __slots__ = ("kind", "value", "name")
+
+    def __init__(self, kind, value, name):
+        self.kind, self.value, self.name = kind, value, name
+
+    @property
+    def shape(self):
+        return tuple(self.value.shape)
+
+
+def _is_device_array(obj) -> bool:
+    """A dense array of some device (NumPy on the CPU, the GPU array module's otherwise)."""
+    if isinstance(obj, np.ndarray):
+        return True
+    try:
+        array_device(obj)
+    except TypeError:
+        return False
+    return True
+
+
+def _is_scalar(obj) -> bool:
+    return obj is None or isinstance(obj, (numbers.Number, np.generic))
+
+
+def classify(args, names=None):
+    """Sort ``args`` into sparse, dense and scalar operands, or return None for foreign types.
+
+    Sparse arrays of other libraries (SciPy and its GPU twin, torch, pydata, JAX)
+    are converted; 0-d NumPy arrays become NumPy scalars; any other object
+    gives None (so that an operator can return ``NotImplemented``).
+    """
+    from gpusparse.containers import SparseArray
+    from gpusparse.ops import interop
+    out = []
+    for i, arg in enumerate(args):
+        name = names[i] if names else f"operand {i}"
+        if isinstance(arg, SparseArray):
+            out.append(_Operand("sparse", arg, name))
+        elif isinstance(arg, np.ndarray) and arg.ndim == 0:
+            out.append(_Operand("scalar", arg[()], name))
+        elif _is_device_array(arg):
+            out.append(_Operand("dense", arg, name))
+        elif _is_scalar(arg):
+            out.append(_Operand("scalar", arg, name))
+        else:
+            foreign = interop.from_foreign(arg)
+            if foreign is None:
+                return None
+            out.append(_Operand("sparse", foreign, name))
+    return out
+
+
+def device_function(func, xp):
+    """``func`` for arrays of ``xp``: ``xp``'s twin of a NumPy ufunc or function."""
+    if xp is np:
+        return func
+    name = getattr(func, "__name__", None)
+    if isinstance(func, np.ufunc) or getattr(func, "__module__", "") .startswith("numpy"):
+        twin = getattr(xp, name, None) if name else None
+        if twin is not None:
+            return twin
+    return func
+
+
+def _as_tuple(result):
+    return result if isinstance(result, tuple) else (result,)
+
+
+def _result_dtype(dt, name):
+    dt = np.dtype(dt)
+    if dt == np.float16:
+        return np.dtype(np.float32)
+    if dt not in VALUE_DTYPES:
+        raise TypeError(
+            f"{name} gives values of dtype {dt}, which sparse arrays cannot hold; "
+            f"supported: {', '.join(d.name for d in VALUE_DTYPES)}"
+        )
+    return dt
+
+
+def _is_nan(value) -> bool:
+    return bool(np.isnan(value)) if np.asarray(value).dtype.kind in "fc" else False
+
+
+def _fill_mask(values, fill, xp):
+    """True where ``values`` equals ``fill`` (NaN equals NaN, -0.0 differs from 0.0), per row of blocks.
+
+    Signed zeros are told apart as pydata sparse does: ``-x`` of an array
+    holding 0.0 stores -0.0, which ``1 / x`` would turn into -inf.
+    """
+    if _is_nan(fill):
+        eq = xp.isnan(values)
+    else:
+        eq = values == fill
+        kind = np.asarray(fill).dtype.kind
+        if kind in "fc" and fill == 0:
+            if kind == "f":
+                eq &= xp.signbit(values) == np.signbit(fill)
+            else:
+                eq &= (xp.signbit(values.real) == np.signbit(fill.real)) & \
+                      (xp.signbit(values.imag) == np.signbit(fill.imag))
+    if eq.ndim > 1:
+        eq = eq.reshape(eq.shape[0], -1).all(axis=1)
+    return eq
+
+
+# --------------------------------------------------------------------------
+# The fill value of the result, and the dense check
+# --------------------------------------------------------------------------
+
+def _call(func, args, kwargs):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return func(*args, **kwargs)
+
+
+def _fill_args(operands):
+    """Arguments giving f(fill values): NumPy scalars for sparse operands."""
+    return [op.value.fill_value if op.kind == "sparse" else op.value for op in operands]
+
+
+def _host_fills(func, operands, kwargs, name):
+    """``(fills, dtypes, kwargs)`` of the result on the host, NumPy semantics.
+
+    Sparse operands enter as 0-d arrays of their dtype so that NumPy's
+    promotion treats them like arrays (NEP 50); a float16 result is
+    computed in float32 instead, the narrowest float sparse arrays hold.
+    """
+    args = [np.asarray(op.value.fill_value) if op.kind == "sparse" else
+            (np.zeros((), op.value.dtype) if op.kind == "dense" else op.value) for op in operands]
+    result = _as_tuple(_call(func, args, kwargs))
+    dtypes = [np.asarray(r).dtype for r in result]
+    if any(dt == np.float16 for dt in dtypes):
+        if isinstance(func, np.ufunc) and len(result) == 1 and "dtype" not in kwargs:
+            kwargs = {**kwargs, "dtype": np.float32}
+            result = _as_tuple(_call(func, args, kwargs))
+            dtypes = [np.asarray(r).dtype for r in result]
+    dtypes = [_result_dtype(dt, name) for dt in dtypes]
+    fills = tuple(np.asarray(r).astype(dt)[()] for r, dt in zip(result, dtypes))
+    return fills, dtypes, kwargs
+
+
+def _dense_fills(dfunc, operands, kwargs, dtypes, xp):
+    """The result's fill values when dense operands take part, or None if not constant.
+
+    ``f(fill values, dense operands)`` is evaluated over the dense operands
+    (never over the full result shape); the result is sparse only if every
+    element of it is the same value.
+    """
+    result = _as_tuple(_call(dfunc, _fill_args(operands), kwargs))
+    fills = []
+    for r, dt in zip(result, dtypes):
+        r = xp.asarray(r).astype(dt, copy=False)
+        flat = r.reshape(-1)
+        if flat.size == 0:
+            return None
+        first = flat[:1]
+        same = flat == first
+        if dt.kind in "fc":
+            same |= xp.isnan(flat) & xp.isnan(first)
+        report = xp.concatenate([same.all().reshape(1).astype(dt), first])
+        host = to_host(report)  # sync: is f(fill, dense) one value?
+        if not bool(host[0]):
+            return None
+        fills.append(host[1])
+    return tuple(fills)
+
+
+def _densify(dfunc, operands, kwargs, name, shape):
+    if not get_option("auto_densify"):
+        raise ValueError(
+            f"{name} would give a dense result of shape {shape}: a dense operand maps the "
+            "fill value of the sparse operands to different values. Densify explicitly -- "
+            "call .todense() on the sparse operands -- or switch auto-densify on with "
+            "gpusparse.set_options(auto_densify=True) or GPUSPARSE_AUTO_DENSIFY=1"
+        )
+    args = [op.value.todense() if op.kind == "sparse" else op.value for op in operands]
+    result = dfunc(*args, **kwargs)
+    return result
+
+
+# --------------------------------------------------------------------------
+# elemwise
+# --------------------------------------------------------------------------
+
+def elemwise(func, *args, **kwargs):
+    """Apply ``func`` elementwise to sparse arrays, dense arrays and scalars.
+
+    Parameters
+    ----------
+    func : callable
+        A NumPy ufunc, or any function of arrays that the operands' array
+        module broadcasts elementwise, such as ``np.where`` or a lambda. On a
+        GPU, NumPy functions are replaced by the device array module's
+        functions of the same name.
+    *args
+        gpusparse arrays (any format), sparse arrays of SciPy (or its GPU
+        twin), torch, pydata or JAX, dense arrays on the operands' device,
+        and scalars. Shapes broadcast as in NumPy.
+    **kwargs
+        Passed to ``func`` (``dtype=``, ``casting=``, ...).
+
+    Returns
+    -------
+    SparseArray or tuple of SparseArray
+        CSR (CSC) when every sparse operand is CSR (CSC) and the result has
+        two sparse dimensions, else COO; a tuple for functions with several
+        outputs (``np.divmod``). The fill value is ``func`` of the fill
+        values. With auto-densify on, a result that would be dense is
+        returned as a dense array.
+
+    Raises
+    ------
+    ValueError
+        Shapes that do not broadcast; a dense operand that would make the
+        result dense (unless auto-densify is on); operands on different
+        devices.
+    TypeError
+        Dtypes ``func`` rejects, or a result dtype sparse arrays cannot hold.
+
+    Examples
+    --------
+    >>> import numpy as np, gpusparse as gs
+    >>> x = gs.COO([[0, 2]], [1.0, 2.0], shape=(4,), device="cpu")
+    >>> y = gs.COO([[2, 3]], [10.0, 20.0], shape=(4,), device="cpu")
+    >>> gs.elemwise(np.add, x, y).todense()
+    array([ 1.,  0., 12., 20.])
+    >>> z = gs.elemwise(np.add, x, 1)
+    >>> z.fill_value, z.todense()
+    (np.float64(1.0), array([2., 1., 3., 1.]))
+    >>> gs.elemwise(lambda a, b: a * b + 1, x, y).fill_value
+    np.float64(1.0)
+    """
+    operands = classify(args)
+    if operands is None:
+        bad = next(type(a).__name__ for a in args if classify([a]) is None)
+        raise TypeError(f"elemwise: unsupported operand type {bad}")
+    return apply(func, operands, kwargs)
+
+
+def operator(ufunc, *args):
+    """A Python operator: ``ufunc(*args)``, or ``NotImplemented`` for an operand of another type."""
+    operands = classify(args)
+    if operands is None:
+        return NotImplemented
+    return apply(ufunc, operands, {})
+
+
+def _func_name(func) -> str:
+    return getattr(func, "__name__", type(func).__name__)
+
+
+def apply(func, operands, kwargs, *, keep_fill_entries=False):
+    """:func:`elemwise` on classified operands (see :func:`classify`)."""
+    name = _func_name(func)
+    sparse = [op for op in operands if op.kind == "sparse"]
+    if not sparse:
+        raise TypeError(f"{name}: no sparse operand")
+    dense = [op for op in operands if op.kind == "dense"]
+    dev = device_of(*(op.value for op in sparse + dense), what=tuple(op.name for op in sparse + dense))
+    xp = xp_for(dev)
+    shape = broadcast_shapes([op.shape for op in sparse + dense], [op.name for op in sparse + dense])
+    fills, dtypes, kwargs = _host_fills(func, operands, kwargs, name)
+    dfunc = device_function(func, xp)
+    with device_scope(dev):
+        if dense and math.prod(shape):
+            dense_fills = _dense_fills(dfunc, operands, kwargs, dtypes, xp)
+            if dense_fills is None:
+                return _densify(dfunc, operands, kwargs, name, shape)
+            fills = tuple(np.asarray(f).astype(dt)[()] for f, dt in zip(dense_fills, dtypes))
+        results = _sparse_result(func, dfunc, operands, kwargs, shape, fills, dtypes, dev,
+                                 keep_fill_entries)
+    return results if len(results) > 1 else results[0]
+
+
+# --------------------------------------------------------------------------
+# Computing the stored entries
+# --------------------------------------------------------------------------
+
+def _output_format(sparse, prefix):
+    formats = {op.value.format for op in sparse}
+    if len(formats) == 1 and prefix == 2 and formats != {"coo"}:
+        return formats.pop()
+    return "coo"
+
+
+def _is_linear(func, operands, dtypes) -> bool:
+    """Whether ``func`` is linear in its one sparse operand (others scalars, same dtype)."""
+    if not isinstance(func, np.ufunc) or len(dtypes) != 1:
+        return False
+    kinds = [op.kind for op in operands]
+    if "dense" in kinds or kinds.count("sparse") != 1:
+        return False
+    x = next(op.value for op in operands if op.kind == "sparse")
+    if dtypes[0] != x.dtype or x.dtype == np.bool_:
+        return False
+    if func.__name__ in _LINEAR_UNARY and len(operands) == 1:
+        return True
+    if func.__name__ in _LINEAR_SCALE and len(operands) == 2:
+        return True
+    return func.__name__ in _LINEAR_DIVIDE and len(operands) == 2 and kinds[0] == "sparse"
+
+
+def _is_concat_add(func, operands, fills, dtypes) -> bool:
+    """``x + y`` / ``x - y`` of two sparse arrays with fill 0 of the result dtype, one uncoalesced."""
+    if not isinstance(func, np.ufunc) or func.__name__ not in ("add", "subtract"):
+        return False
+    if len(operands) != 2 or any(op.kind != "sparse" for op in operands):
+        return False
+    if any(op.value.dtype != dtypes[0] or op.value.fill_value != 0 for op in operands):
+        return False
+    return any(op.value.format == "coo" and not op.value.unique for op in operands)
+
+
+class _Keyed:
+    """A sparse operand as sorted unique linear keys and the values that go with them."""
+
+    __slots__ = ("keys", "data", "fill_value", "coords")
+
+    def __init__(self, keys, data, fill_value, coords):
+        self.keys, self.data, self.fill_value, self.coords = keys, data, fill_value, coords
+
+
+def _keys_of(x, order, k, xp):
+    """COO ``x`` as sorted unique linear keys of its coordinates in axis order ``order``.
+
+    Duplicates are summed (``x`` is coalesced without ever building the
+    coalesced coordinates: only the keys are needed). Returns a
+    :class:`_Keyed` whose ``coords()`` gives the permuted coordinates, or
+    None when the permuted shape has 2**63 elements or more.
+    """
+    sparse_shape = x.shape[: x.sparse_dim]
+    perm_shape = tuple(sparse_shape[a] for a in order)
+    if math.prod(perm_shape) >= 2**63:
+        return None
+    identity = list(order) == list(range(len(order)))
+    coords = x.coords if identity else xp.ascontiguousarray(x.coords[list(order)])
+    n = x.nnz
+    if n <= 1 or identity and x.is_coalesced():  # sorted and unique: the keys are too
+        keys = k.linearize(coords, canonical.c_strides(perm_shape))
+        return _Keyed(keys, x.data, x.fill_value, lambda: coords)
+    payload = canonical.value_payload(x.data)
+    keys, moved, state = canonical.sorted_keys(coords, perm_shape, k, xp, payload)
+    if state == 2:  # strictly increasing already
+        return _Keyed(keys, x.data, x.fill_value, lambda: coords)
+    if moved is None:  # sorted, with repeats
+        values, perm = x.data, None
+    elif payload is not None:
+        values, perm = canonical.payload_values(moved, x.data), None
+    else:
+        values, perm = x.data, moved
+    if state == 0 and int(to_host(k.sortedness(keys))) == 2:  # sync: any duplicates?
+        data = values if perm is None else xp.take(values, perm, axis=0)
+        return _Keyed(keys, data, x.fill_value, lambda: k.delinearize(keys, perm_shape))
+    ids = k.segment_ids(keys)
+    n_unique = int(to_host(ids[-1:])[0]) + 1  # sync: the number of distinct coordinates
+    starts = k.segment_starts(ids, n_unique)
+    unique_keys = xp.take(keys, starts[:-1])
+    data = canonical.sum_segments(values, starts, perm, k)
+    return _Keyed(unique_keys, data, x.fill_value, lambda: k.delinearize(unique_keys, perm_shape))
+
+
+def _compressed_in_order(x, shape, order) -> bool:
+    """A CSR (CSC) operand, not broadcast, merged in row-major (column-major) order."""
+    return x.format != "coo" and x.shape == tuple(shape) and tuple(order) == ((0, 1) if x.format == "csr" else (1, 0))
+
+
+def _keys_of_compressed(x, order, k, xp):
+    """The keys of a CSR/CSC array straight from its index arrays (canonical: sorted, unique)."""
+    n_minor = x.shape[1 - x._major_axis]
+    majors = k.expand(x.indptr, x.nnz)
+    keys = majors * n_minor + x.indices  # int64: majors is
+    return _Keyed(keys, x.data, x.fill_value,
+                  lambda: xp.stack([majors, x.indices.astype(np.int64)]))
+
+
+def _take_or_fill(data, index, fill, xp, all_present=False):
+    """``data[index]`` with ``fill`` where ``index`` is -1.
+
+    ``index`` comes from merging: its non-negative entries are
+    ``0, 1, ..., len(data) - 1`` in increasing order, so the rows of
+    ``data`` are spread in order over the positions that hold one, without
+    a gather.
+    """
+    n = index.shape[0]
+    if all_present:
+        return xp.take(data, index, axis=0)
+    out = xp.full((n,) + data.shape[1:], fill, dtype=data.dtype)
+    if data.shape[0]:
+        out[index >= 0] = data
+    return out
+
+
+def _evaluate(dfunc, operands, values, coords, shape, prefix, kwargs, xp, out=None):
+    """``dfunc`` at stored positions: ``values[i]`` for sparse operand i, dense ones gathered.
+
+    ``out``: a scratch array a ufunc with one output may write its result
+    into, when the shapes and dtype allow (saves an allocation).
+    """
+    args = []
+    it = iter(values)
+    for op in operands:
+        if op.kind == "sparse":
+            args.append(next(it))
+        elif op.kind == "dense":
+            args.append(gather_dense(op.value, coords, shape, prefix, xp))
+        else:
+            args.append(op.value)
+    if out is not None and isinstance(dfunc, np.ufunc) and dfunc.nout == 1 and "out" not in kwargs \
+            and "dtype" not in kwargs and all(getattr(a, "shape", out.shape) == out.shape for a in args) \
+            and np.result_type(*[a.dtype if hasattr(a, "dtype") else a for a in args]) == out.dtype:
+        return (dfunc(*args, out=out, **kwargs),)
+    return _as_tuple(dfunc(*args, **kwargs))
+
+
+_ANNIHILATED_BY_ZERO = ("multiply", "logical_and", "bitwise_and")
+
+
+def _vanishes(dfunc, operands, which, data, coords, shape, prefix, kwargs, fills, xp) -> bool:
+    """Whether the entries of sparse operand ``which`` alone all map to the result's fill values.
+
+    ``coords`` (the operand's coordinates in natural order) is a callable,
+    called only when dense operands need gathering.
+    """
+    n = data.shape[0]
+    if n == 0:
+        return True
+    sparse = [o for o in operands if o.kind == "sparse"]
+    name = getattr(dfunc, "__name__", "")
+    if name in _ANNIHILATED_BY_ZERO and len(operands) == 2 and len(sparse) == 2 and not kwargs \
+            and fills[0] == 0 and sparse[1 - which].value.fill_value == 0:
+        # x * 0 is 0 unless x is infinite or NaN (and x & 0, x and 0, are 0 always).
+        if data.dtype.kind not in "fc" or name != "multiply":
+            return True
+        return bool(to_host(xp.isfinite(data).all()))  # sync: does the intersection suffice?
+    coords = coords() if any(o.kind == "dense" for o in operands) else None
+    for stop in (min(n, 32), n):
+        values = [data[:stop] if i == which else op.value.fill_value
+                  for i, op in enumerate(o for o in operands if o.kind == "sparse")]
+        with np.errstate(all="ignore"):
+            results = _evaluate(dfunc, operands, values, None if coords is None else coords[:, :stop], shape,
+                            prefix, kwargs, xp)
+        ok = xp.stack([_fill_mask(xp.asarray(r), f, xp).all() for r, f in zip(results, fills)]).all()
+        if not bool(to_host(ok)):  # sync: does the intersection suffice?
+            return False
+        if stop == n:
+            return True
+    return True
+
+
+def _union_by_sort(parts, shape_perm, k, xp):
+    """Union of coalesced COO ``parts`` whose keys do not fit in int64: sort the concatenation.
+
+    Returns ``(coords, [index into part i or -1, ...])``.
+    """
+    coords = xp.concatenate([p.coords for p in parts], axis=1)
+    sizes = [p.nnz for p in parts]
+    keys, perm, _ = canonical.sorted_keys(coords, shape_perm, k, xp)
+    total = sum(sizes)
+    perm = xp.arange(total, dtype=np.int64) if perm is None else perm
+    ids = k.segment_ids(keys)
+    n_out = int(to_host(ids[-1:])[0]) + 1  # sync: size of the union
+    starts = k.segment_starts(ids, n_out)
+    out_coords = xp.take(coords, xp.take(perm, starts[:-1]), axis=1)
+    maps, offset = [], 0
+    for size in sizes:
+        index = xp.full(n_out, -1, dtype=np.int64)
+        source = perm - offset
+        mine = (source >= 0) & (source < size)
+        index[ids[mine]] = source[mine]
+        maps.append(index)
+        offset += size
+    return out_coords, maps
+
+
+def _merge_plan(part, dfunc, operands, kwargs, fills, shape, prefix, order, k, xp):
+    """Coordinates (permuted order) and per-operand index maps of the result's candidate positions.
+
+    Returns ``(values_of, coords, maps, present)``: ``values_of[i]`` has the
+    coalesced ``data`` and ``fill_value`` of operand i, ``maps[i]`` indexes
+    them for every output position (-1: not stored there).
+    """
+    perm_shape = tuple(shape[a] for a in order)
+    sparse = [op for op in operands if op.kind == "sparse"]
+    keyed = [_keys_of_compressed(op.value, order, k, xp) if _compressed_in_order(op.value, shape, order) else
+             _keys_of(part(op), order, k, xp) for op in sparse]
+    if any(y is None for y in keyed):
+        coalesced = [canonical.coalesce(_permuted(part(op), order, xp)) for op in sparse]
+        coords, maps = _union_by_sort(coalesced, perm_shape, k, xp)
+        return coalesced, coords, maps, [False] * len(sparse)
+    how = "union"
+    if len(sparse) == 2:
+        inv = list(np.argsort(order))
+        vanish = all(
+            _vanishes(dfunc, operands, i, y.data, lambda y=y: xp.ascontiguousarray(y.coords()[inv]),
+                      shape, prefix, kwargs, fills, xp)
+            for i, y in enumerate(keyed)
+        )
+        how = "intersection" if vanish else "union"
+    out_keys, maps = keyed[0].keys, None
+    for y in keyed[1:]:
+        merged, left, right, count = k.merge_sorted(out_keys, y.keys, how)
+        n_out = int(to_host(count))  # sync: size of the merged plan
+        merged, left, right = merged[:n_out], left[:n_out], right[:n_out]
+        if maps is None:
+            maps = [left, right]
+        else:
+            maps = [_take_or_fill(m, left, -1, xp, how == "intersection") for m in maps] + [right]
+        out_keys = merged
+    if maps is None:
+        maps = [xp.arange(out_keys.shape[0], dtype=np.int64)]
+    coords = _unravel(out_keys, perm_shape, k, xp)
+    present = [how == "intersection"] * len(sparse)
+    return keyed, coords, maps, present
+
+
+def _permuted(x, order, xp):
+    """COO ``x`` with its sparse axes in ``order`` (flags honest: unsorted unless identity)."""
+    from gpusparse.containers import COO
+    if list(order) == list(range(len(order))):
+        return x
+    coords = xp.ascontiguousarray(x.coords[list(order)])
+    shape = tuple(x.shape[a] for a in order) + x.shape[x.sparse_dim:]
+    return COO._from_parts(coords, x.data, shape, x.fill_value, x.device, sorted=False, unique=x.unique)
+
+
+def _unravel(keys, shape, k, xp):
+    """Coordinates ``(len(shape), n)`` of linear keys; one division for two dimensions."""
+    if len(shape) == 1:
+        return keys.reshape(1, -1)
+    if len(shape) == 2 and shape[1] > 0:
+        coords = xp.empty((2, keys.shape[0]), dtype=np.int64)
+        xp.divmod(keys, shape[1], out=(coords[0], coords[1]))
+        return coords
+    return k.delinearize(keys, shape)
+
+
+def _sparse_result(func, dfunc, operands, kwargs, shape, fills, dtypes, dev, keep_fill_entries):
+    k, xp = kernels_for(dev), xp_for(dev)
+    sparse = [op for op in operands if op.kind == "sparse"]
+    ndim = len(shape)
+    prefix = max(sparse_prefix(op.value, ndim) for op in sparse)
+    fmt = _output_format(sparse, prefix)
+    order = (1, 0) if fmt == "csc" else tuple(range(prefix))
+    dense_shape = tuple(shape[prefix:])
+
+    def part(op):  # the operand as COO broadcast to the result (built only where needed)
+        return broadcast_coo(as_coo(op.value), shape, prefix)
+
+    if len(sparse) == 1 and sparse[0].value.format != "coo" and sparse[0].value.shape == shape:
+        return _compressed_unary(sparse[0].value, dfunc, operands, kwargs, shape, fills, dtypes,
+                                 dev, keep_fill_entries)
+    if len(sparse) == 1:
+        x = part(sparse[0])
+        if not _is_linear(func, operands, dtypes):
+            x = canonical.coalesce(x)
+        values = _evaluate(dfunc, operands, [x.data], x.coords, shape, prefix, kwargs, xp)
+        coords, flags = x.coords, (x.sorted, x.unique)
+        if fmt == "csc":
+            flags = (False, x.unique)
+        return tuple(_finish(coords, v, fill, dt, shape, prefix, dense_shape, flags, fmt, dev,
+                             keep_fill_entries or not (x.unique or fill == 0))
+                     for v, fill, dt in zip(values, fills, dtypes))
+
+    if prefix and _is_concat_add(func, operands, fills, dtypes):
+        a, b = (part(op) for op in sparse)
+        b_data = -b.data if func.__name__ == "subtract" else b.data
+        coords = xp.concatenate([a.coords, b.coords], axis=1)
+        data = xp.concatenate([xp.broadcast_to(a.data, (a.nnz,) + dense_shape),
+                               xp.broadcast_to(b_data, (b.nnz,) + dense_shape)])
+        return (_finish(coords, data, fills[0], dtypes[0], shape, prefix, dense_shape,
+                        (False, False), "coo", dev, keep_fill_entries),)
+
+    coalesced, coords, maps, present = _merge_plan(part, dfunc, operands, kwargs, fills, shape,
+                                                   prefix, order, k, xp)
+    values = [_take_or_fill(y.data, m, y.fill_value, xp, p)
+              for y, m, p in zip(coalesced, maps, present)]
+    inv = list(np.argsort(order))
+    natural = coords if order == tuple(range(prefix)) else xp.ascontiguousarray(coords[inv])
+    scratch = values[0] if values and values[0].dtype == dtypes[0] else None  # ours: may be overwritten
+    results = _evaluate(dfunc, operands, values, natural, shape, prefix, kwargs, xp, out=scratch)
+    out = []
+    for v, fill, dt in zip(results, fills, dtypes):
+        if fmt == "csc":
+            out.append(_finish_csc(coords, v, fill, dt, shape, dense_shape, dev, keep_fill_entries))
+        else:
+            out.append(_finish(natural, v, fill, dt, shape, prefix, dense_shape, (True, True), fmt, dev,
+                               keep_fill_entries))
+    return tuple(out)
+
+
+def _compressed_unary(x, dfunc, operands, kwargs, shape, fills, dtypes, dev, keep_fill_entries):
+    """One CSR/CSC operand, not broadcast: the structure is kept, only values change."""
+    xp = xp_for(dev)
+    coords = as_coo(x).coords if any(op.kind == "dense" for op in operands) else None
+    values = _evaluate(dfunc, operands, [x.data], coords, shape, 2, kwargs, xp)
+    out = []
+    for v, fill, dt in zip(values, fills, dtypes):
+        v = _prepare_values(v, dt, x.nnz, tuple(shape[2:]), xp)
+        fill = np.asarray(fill).astype(dt)[()]
+        y = type(x)._from_parts(x.indptr, x.indices, v, shape, fill, dev)
+        out.append(y if keep_fill_entries else prune(y))
+    return tuple(out)
+
+
+def _prepare_values(values, dt, n, dense_shape, xp):
+    values = xp.asarray(values)
+    if values.dtype != dt:
+        values = values.astype(dt)
+    if values.shape != (n,) + dense_shape:
+        values = xp.broadcast_to(values, (n,) + dense_shape)
+    return xp.ascontiguousarray(values)
+
+
+def _drop(coords, values, fill, xp):
+    """Entries whose value (whole block) differs from ``fill``."""
+    if values.shape[0] == 0:
+        return coords, values
+    if not _is_nan(fill) and values.ndim == 1:  # the common case: one comparison pass
+        equal = values == fill
+        if not bool(to_host(equal.any())):  # sync: anything to drop?
+            return coords, values
+    keep = ~_fill_mask(values, fill, xp)
+    if bool(to_host(keep.all())):  # sync: anything to drop?
+        return coords, values
+    index = xp.nonzero(keep)[0]  # sync: the number of entries kept
+    return xp.take(coords, index, axis=1), xp.take(values, index, axis=0)
+
+
+def _finish(coords, values, fill, dt, shape, prefix, dense_shape, flags, fmt, dev, keep_fill_entries):
+    from gpusparse.containers import COO
+    xp = xp_for(dev)
+    values = _prepare_values(values, dt, coords.shape[1], dense_shape, xp)
+    if not keep_fill_entries:
+        coords, values = _drop(coords, values, fill, xp)
+    coords = xp.ascontiguousarray(coords)
+    coo = COO._from_parts(coords, values, shape, np.asarray(fill).astype(dt)[()], dev,
+                          sorted=flags[0], unique=flags[1])
+    if fmt == "coo":
+        return coo
+    if fmt == "csr" and coo.is_coalesced():
+        k = kernels_for(dev)
+        from gpusparse.containers import CSR
+        index_dtype = index_dtype_for(shape[0], shape[1], coo.nnz)
+        indptr = k.compress(coords[0], shape[0], index_dtype)
+        return CSR._from_parts(indptr, coords[1].astype(index_dtype), values, shape, coo.fill_value, dev)
+    return coo.asformat(fmt)
+
+
+def _finish_csc(coords_cm, values, fill, dt, shape, dense_shape, dev, keep_fill_entries):
+    """A CSC result from column-major sorted, unique coordinates ``(col, row)``."""
+    from gpusparse.containers import CSC
+    k, xp = kernels_for(dev), xp_for(dev)
+    values = _prepare_values(values, dt, coords_cm.shape[1], dense_shape, xp)
+    if not keep_fill_entries:
+        coords_cm, values = _drop(coords_cm, values, fill, xp)
+    index_dtype = index_dtype_for(shape[0], shape[1], values.shape[0])
+    indptr = k.compress(xp.ascontiguousarray(coords_cm[0]), shape[1], index_dtype)
+    indices = coords_cm[1].astype(index_dtype)
+    return CSC._from_parts(indptr, xp.ascontiguousarray(indices), values, shape,
+                           np.asarray(fill).astype(dt)[()], dev)
+
+
+# --------------------------------------------------------------------------
+# Named operations
+# --------------------------------------------------------------------------
+
+def _unary(func, x, **kwargs):
+    return elemwise(func, x, **kwargs)
+
+
+def abs(x):
+    """Absolute value, elementwise (``np.absolute``); fill value ``abs(fill)``.
+
+    Examples
+    --------
+    >>> import gpusparse as gs
+    >>> gs.abs(gs.COO([[1]], [-2.0], shape=(3,), device="cpu")).todense()
+    array([0., 2., 0.])
+    """
+    return _unary(np.absolute, x)
+
+
+def isnan(x):
+    """True where ``x`` is NaN (``np.isnan``); a bool sparse array.
+
+    Examples
+    --------
+    >>> import numpy as np, gpusparse as gs
+    >>> gs.isnan(gs.COO([[1]], [np.nan], shape=(3,), device="cpu")).todense()
+    array([False,  True, False])
+    """
+    return _unary(np.isnan, x)
+
+
+def isfinite(x):
+    """True where ``x`` is finite (``np.isfinite``); fill value ``isfinite(fill)``.
+
+    Examples
+    --------
+    >>> import numpy as np, gpusparse as gs
+    >>> y = gs.isfinite(gs.COO([[1]], [np.inf], shape=(3,), device="cpu"))
+    >>> y.fill_value, y.todense()
+    (np.True_, array([ True, False,  True]))
+    """
+    return _unary(np.isfinite, x)
+
+
+def conj(x):
+    """Complex conjugate (``np.conjugate``); linear, so duplicates stay as they are.
+
+    Examples
+    --------
+    >>> import gpusparse as gs
+    >>> gs.conj(gs.COO([[0]], [1 + 2j], shape=(2,), device="cpu")).todense()
+    array([1.-2.j, 0.-0.j])
+    """
+    return _unary(np.conjugate, x)
+
+
+def real(x):
+    """The real part (``np.real``); a real array for complex ``x``, ``x`` itself otherwise.
+
+    Examples
+    --------
+    >>> import gpusparse as gs
+    >>> gs.real(gs.COO([[0]], [1 + 2j], shape=(2,), device="cpu")).todense()
+    array([1., 0.])
+    """
+    if x.dtype.kind != "c":
+        return x
+    return _unary(np.real, x)
+
+
+def imag(x):
+    """The imaginary part (``np.imag``); zeros of ``x``'s dtype for real ``x``.
+
+    Examples
+    --------
+    >>> import gpusparse as gs
+    >>> gs.imag(gs.COO([[0]], [1 + 2j], shape=(2,), device="cpu")).todense()
+    array([2., 0.])
+    """
+    return _unary(np.imag, x)
+
+
+def round(x, decimals: int = 0):
+    """Round to ``decimals`` decimals (``np.round``: halves to even).
+
+    Examples
+    --------
+    >>> import gpusparse as gs
+    >>> gs.round(gs.COO([[0, 1]], [1.25, 2.5], shape=(3,), device="cpu"), 1).todense()
+    array([1.2, 2.5, 0. ])
+    """
+    return _unary(np.round, x, decimals=_builtin_round(decimals))
+
+
+def nan_to_num(x, copy: bool = True, nan=0.0, posinf=None, neginf=None):
+    """Replace NaN and infinities (``np.nan_to_num``), in the fill value too.
+
+    Examples
+    --------
+    >>> import numpy as np, gpusparse as gs
+    >>> x = gs.COO([[0, 1]], [np.nan, np.inf], shape=(3,), device="cpu")
+    >>> gs.nan_to_num(x, posinf=9.0).todense()
+    array([0., 9., 0.])
+    """
+    return _unary(np.nan_to_num, x, nan=nan, posinf=posinf, neginf=neginf)
+
+
+def clip(x, a_min=None, a_max=None):
+    """Limit the values to ``[a_min, a_max]`` (``np.clip``); bounds may be arrays.
+
+    Examples
+    --------
+    >>> import gpusparse as gs
+    >>> gs.clip(gs.COO([[0, 1]], [-5.0, 5.0], shape=(3,), device="cpu"), -1, 2).todense()
+    array([-1.,  2.,  0.])
+    """
+    if a_min is None and a_max is None:
+        raise ValueError("clip: at least one of a_min and a_max must be given")
+    return elemwise(np.clip, x, a_min, a_max)
+
+
+def where(condition, x, y):
+    """``x`` where ``condition`` is true, else ``y`` (``np.where``), any of them sparse.
+
+    Examples
+    --------
+    >>> import numpy as np, gpusparse as gs
+    >>> c = gs.COO([[1]], [True], shape=(3,), device="cpu")
+    >>> gs.where(c, 5.0, gs.COO([[2]], [7.0], shape=(3,), device="cpu")).todense()
+    array([0., 5., 7.])
+    """
+    return elemwise(np.where, condition, x, y)
+
+
+def maximum(x, y):
+    """Elementwise maximum, NaN propagating (``np.maximum``).
+
+    Examples
+    --------
+    >>> import gpusparse as gs
+    >>> a = gs.COO([[0, 1]], [-1.0, 3.0], shape=(3,), device="cpu")
+    >>> gs.maximum(a, 0).todense()
+    array([0., 3., 0.])
+    """
+    return elemwise(np.maximum, x, y)
+
+
+def minimum(x, y):
+    """Elementwise minimum, NaN propagating (``np.minimum``).
+
+    Examples
+    --------
+    >>> import gpusparse as gs
+    >>> a = gs.COO([[0, 1]], [-1.0, 3.0], shape=(3,), device="cpu")
+    >>> gs.minimum(a, 0).todense()
+    array([-1.,  0.,  0.])
+    """
+    return elemwise(np.minimum, x, y)
+
+
+def astype(x, dtype, casting: str = "unsafe", copy: bool = True):
+    """``x`` with values and fill value cast to ``dtype`` under NumPy's ``casting`` rule.
+
+    Parameters
+    ----------
+    casting : {"no", "equiv", "safe", "same_kind", "unsafe"}
+        As in ``np.ndarray.astype``; a cast the rule forbids raises
+        ``TypeError``.
+
+    Examples
+    --------
+    >>> import gpusparse as gs
+    >>> x = gs.COO([[0]], [1.5], shape=(2,), device="cpu")
+    >>> gs.astype(x, "int32").todense()
+    array([1, 0], dtype=int32)
+    >>> gs.astype(x, "int32", casting="safe")
+    Traceback (most recent call last):
+        ...
+    TypeError: astype: cannot cast float64 to int32 under casting='safe'
+    """
+    from gpusparse.ops import convert
+    target = check_value_dtype(dtype, "dtype")
+    if casting not in ("no", "equiv", "safe", "same_kind", "unsafe"):
+        raise ValueError(f"casting must be 'no', 'equiv', 'safe', 'same_kind' or 'unsafe', got {casting!r}")
+    if not np.can_cast(x.dtype, target, casting=casting):
+        raise TypeError(f"astype: cannot cast {x.dtype} to {target} under casting={casting!r}")
+    return convert.astype(x, target, copy=copy)
+
+
+def prune(x):
+    """``x`` without the stored entries equal to its fill value (blocks: all elements equal).
+
+    NaN entries are dropped when the fill value is NaN. Duplicates are
+    summed first unless the fill value is 0 (a stored 0 then adds
+    nothing). SciPy calls this ``eliminate_zeros`` for fill value 0.
+
+    Examples
+    --------
+    >>> import gpusparse as gs
+    >>> x = gs.COO([[0, 1, 2]], [1.0, 0.0, 2.0], shape=(4,), device="cpu")
+    >>> gs.prune(x).nnz
+    2
+    """
+    from gpusparse.containers import COO
+    dev = x.device
+    k, xp = kernels_for(dev), xp_for(dev)
+    with device_scope(dev):
+        if x.format != "coo":
+            if x.nnz == 0:
+                return x
+            keep = ~_fill_mask(x.data, x.fill_value, xp)
+            if bool(to_host(keep.all())):  # sync: anything to drop?
+                return x
+            index = xp.nonzero(keep)[0]  # sync: the number of entries kept
+            majors = xp.take(k.expand(x.indptr, x.nnz), index)
+            indptr = k.compress(majors, x.shape[x._major_axis], x.index_dtype)
+            return type(x)._from_parts(indptr, xp.take(x.indices, index), xp.take(x.data, index, axis=0),
+                                       x.shape, x.fill_value, dev)
+        coo = x
+        if not coo.unique and not (x.fill_value == 0):
+            coo = canonical.coalesce(coo)
+        coords, values = _drop(coo.coords, coo.data, x.fill_value, xp)
+        if values.shape[0] == x.nnz:
+            return x
+        return COO._from_parts(xp.ascontiguousarray(coords), xp.ascontiguousarray(values), x.shape,
+                               x.fill_value, dev, sorted=coo.sorted, unique=coo.unique)
+
+
+eliminate_zeros = prune
+
+
+def add(a, b, thresh=0):
+    """TensorFlow's ``sparse.add``: the sum of two arrays, at least one sparse.
+
+    Sparse + sparse gives a sparse array holding every position stored in
+    either operand, except those whose sum has magnitude strictly below
+    ``thresh`` (``thresh=0`` keeps them all, zeros included). Sparse + dense
+    gives a dense array of the operands' array module.
+
+    Examples
+    --------
+    >>> import numpy as np, gpusparse as gs
+    >>> a = gs.COO([[0, 1]], [1.0, 0.1], shape=(3,), device="cpu")
+    >>> b = gs.COO([[0, 2]], [-1.0, 5.0], shape=(3,), device="cpu")
+    >>> gs.add(a, b).nnz, gs.add(a, b, thresh=0.11).nnz
+    (3, 1)
+    >>> gs.add(a, np.ones(3))
+    array([2. , 1.1, 1. ])
+    """
+    from gpusparse.containers import SparseArray
+    operands = classify([a, b], ["a", "b"])
+    if operands is None:
+        raise TypeError("add: a and b must be sparse or dense arrays")
+    kinds = [op.kind for op in operands]
+    if "sparse" not in kinds:
+        raise TypeError("add: at least one of a and b must be sparse; use np.add for dense arrays")
+    if "dense" in kinds or "scalar" in kinds:
+        dense_args = [op.value.todense() if op.kind == "sparse" else op.value for op in operands]
+        dev = device_of(*(op.value for op in operands if op.kind != "scalar"))
+        xp = xp_for(dev)
+        with device_scope(dev):
+            return xp.add(*dense_args)
+    for op in operands:  # TF's result is canonical: merge coalesced operands
+        if op.value.format == "coo" and not op.value.unique:
+            op.value = canonical.coalesce(op.value)
+    out = apply(np.add, operands, {}, keep_fill_entries=True)
+    if thresh is None or np.all(np.asarray(thresh) == 0):
+        return out
+    if np.iscomplexobj(thresh):
+        raise TypeError(f"thresh must be real, got {thresh!r}")
+    assert isinstance(out, SparseArray)
+    dev = out.device
+    xp = xp_for(dev)
+    with device_scope(dev):
+        coo = as_coo(out)
+        magnitude = xp.abs(coo.data)
+        if magnitude.ndim > 1:
+            magnitude = magnitude.reshape(magnitude.shape[0], -1).max(axis=1)
+        index = xp.nonzero(magnitude >= thresh)[0]  # sync: the number of entries kept
+        from gpusparse.containers import COO
+        kept = COO._from_parts(xp.ascontiguousarray(xp.take(coo.coords, index, axis=1)),
+                               xp.ascontiguousarray(xp.take(coo.data, index, axis=0)), out.shape,
+                               out.fill_value, dev, sorted=coo.sorted, unique=coo.unique)
+    return kept if out.format == "coo" else kept.asformat(out.format)

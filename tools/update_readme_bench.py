@@ -1,0 +1,117 @@
+"""Copy the latest CPU benchmark summary into README.md.
+
+Usage, from the repository root::
+
+    python tools/update_readme_bench.py [--readme README.md] [--results benchmarks/results] [--check]
+
+Finds the newest ``benchmarks/results/<YYYY-MM-DD>-cpu-*.md`` written by
+``python -m benchmarks.run`` (quick runs are ignored), takes its summary --
+the text between ``<!-- summary:start -->`` and ``<!-- summary:end -->`` --
+and puts it in the README between the markers::
+
+    <!-- bench-table -->
+    ...replaced...
+    <!-- /bench-table -->
+
+A second ``<!-- bench-table -->`` also works as the closing marker. With only
+the opening marker, the table goes right after it and the closing marker is
+added. ``--check`` changes nothing and exits with 1 if the README is out of
+date. Exits with 2 when the README has no marker or there is no result.
+
+Examples
+--------
+>>> text = "intro\\n<!-- bench-table -->\\nold\\n<!-- /bench-table -->\\nrest\\n"
+>>> print(insert_table(text, "| a |"), end="")
+intro
+<!-- bench-table -->
+| a |
+<!-- /bench-table -->
+rest
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+
+START = "<!-- bench-table -->"
+ENDS = ("<!-- /bench-table -->", "<!-- bench-table -->", "<!-- end bench-table -->")
+SUMMARY_START = "<!-- summary:start -->"
+SUMMARY_END = "<!-- summary:end -->"
+_RESULT = re.compile(r"^(\d{4}-\d{2}-\d{2})-cpu-.*\.md$")
+
+
+def latest_cpu_result(results: str) -> str | None:
+    """Path of the newest full (not ``-quick``) CPU result in ``results``."""
+    try:
+        names = os.listdir(results)
+    except OSError:
+        return None
+    found = sorted((m.group(1), os.path.getmtime(os.path.join(results, n)), n)
+                   for n in names if (m := _RESULT.match(n)) and not n.endswith("-quick.md"))
+    return os.path.join(results, found[-1][2]) if found else None
+
+
+def summary_of(markdown: str) -> str | None:
+    """The text between the summary markers of a results file, or None."""
+    start, end = markdown.find(SUMMARY_START), markdown.find(SUMMARY_END)
+    if start < 0 or end < start:
+        return None
+    return markdown[start + len(SUMMARY_START):end].strip()
+
+
+def insert_table(readme: str, table: str) -> str:
+    """``readme`` with ``table`` between the bench-table markers (ValueError without them)."""
+    start = readme.find(START)
+    if start < 0:
+        raise ValueError(f"README has no {START} marker")
+    body = start + len(START)
+    ends = [(readme.find(e, body), e) for e in ENDS]
+    ends = [(pos, e) for pos, e in ends if pos >= 0]
+    if ends:
+        pos, marker = min(ends)
+        tail = readme[pos:]
+    else:
+        pos, marker = body, ENDS[0]
+        tail = marker + readme[body:]
+    return readme[:body] + "\n" + table.strip() + "\n" + tail
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--readme", default="README.md")
+    p.add_argument("--results", default=os.path.join("benchmarks", "results"))
+    p.add_argument("--check", action="store_true", help="exit 1 if the README is out of date")
+    args = p.parse_args(argv)
+    source = latest_cpu_result(args.results)
+    if source is None:
+        print(f"no CPU result in {args.results}", file=sys.stderr)
+        return 2
+    with open(source) as f:
+        table = summary_of(f.read())
+    if not table:
+        print(f"{source} has no summary markers", file=sys.stderr)
+        return 2
+    try:
+        with open(args.readme) as f:
+            readme = f.read()
+        updated = insert_table(readme, table)
+    except (OSError, ValueError) as exc:
+        print(f"{args.readme}: {exc}", file=sys.stderr)
+        return 2
+    if updated == readme:
+        print(f"{args.readme} is up to date with {os.path.basename(source)}")
+        return 0
+    if args.check:
+        print(f"{args.readme} is out of date; run python tools/update_readme_bench.py", file=sys.stderr)
+        return 1
+    with open(args.readme, "w") as f:
+        f.write(updated)
+    print(f"{args.readme}: inserted the summary of {os.path.basename(source)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
