@@ -309,6 +309,7 @@ def test_demo_rejects_a_bad_scale(tmp_path):
 
 def test_rmat_edges_follow_the_quadrant_probabilities():
     import numpy as np
+
     from gpusparse.demo import RMAT_ABC, rmat_edges
 
     # Scale 1: two vertices, so each edge is one quadrant draw; the random
@@ -324,6 +325,7 @@ def test_rmat_edges_follow_the_quadrant_probabilities():
 
 def test_rmat_edges_cover_the_vertex_range():
     import numpy as np
+
     from gpusparse.demo import rmat_edges
 
     coords, _ = rmat_edges(8, 16, np, seed=0)

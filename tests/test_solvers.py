@@ -20,7 +20,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::gpusparse._errors.GpuSparseEfficiencyWarning"),
     # LOBPCG's block holds more columns than the eigenpairs checked; the extra
     # ones may stop short of the tolerance, which the library reports.
-    pytest.mark.filterwarnings("ignore:.*not reaching the requested tolerance:UserWarning"),
+    pytest.mark.filterwarnings("ignore:(?s).*not reaching the requested tolerance:UserWarning"),
 ]
 
 GRID = 12  # a 144 x 144 Poisson matrix

@@ -2,12 +2,14 @@
 
 Usage, from the repository root::
 
-    python tools/update_readme_bench.py [--readme README.md] [--results benchmarks/results] [--check]
+    python tools/update_readme_bench.py [--readme README.md] [--results benchmarks/results]
+                                        [--source FILE.md] [--check]
 
 Finds the newest ``benchmarks/results/<YYYY-MM-DD>-cpu-*.md`` written by
-``python -m benchmarks.run`` (quick runs are ignored), takes its summary --
-the text between ``<!-- summary:start -->`` and ``<!-- summary:end -->`` --
-and puts it in the README between the markers::
+``python -m benchmarks.run`` (newest by date, then by the start time in the
+JSON beside it; quick runs are ignored), or takes ``--source``; takes its
+summary (the text between ``<!-- summary:start -->`` and
+``<!-- summary:end -->``) and puts it in the README between the markers::
 
     <!-- bench-table -->
     ...replaced...
@@ -32,6 +34,7 @@ rest
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
@@ -43,15 +46,30 @@ SUMMARY_END = "<!-- summary:end -->"
 _RESULT = re.compile(r"^(\d{4}-\d{2}-\d{2})-cpu-.*\.md$")
 
 
+def _started(md_path: str) -> str:
+    """The ``started`` time in the JSON beside a result ("" if unknown; "~" marks a quick run)."""
+    try:
+        with open(md_path[: -len(".md")] + ".json") as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return ""
+    return "~" if doc.get("quick") else str(doc.get("started", ""))
+
+
 def latest_cpu_result(results: str) -> str | None:
-    """Path of the newest full (not ``-quick``) CPU result in ``results``."""
+    """Path of the newest full (not quick) CPU result in ``results``."""
     try:
         names = os.listdir(results)
     except OSError:
         return None
-    found = sorted((m.group(1), os.path.getmtime(os.path.join(results, n)), n)
-                   for n in names if (m := _RESULT.match(n)) and not n.endswith("-quick.md"))
-    return os.path.join(results, found[-1][2]) if found else None
+    found = []
+    for name in names:
+        match = _RESULT.match(name)
+        if match and not name.endswith("-quick.md"):
+            started = _started(os.path.join(results, name))
+            if started != "~":
+                found.append((match.group(1), started, name))
+    return os.path.join(results, max(found)[2]) if found else None
 
 
 def summary_of(markdown: str) -> str | None:
@@ -83,9 +101,10 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--readme", default="README.md")
     p.add_argument("--results", default=os.path.join("benchmarks", "results"))
+    p.add_argument("--source", help="a results .md to use instead of the newest CPU one")
     p.add_argument("--check", action="store_true", help="exit 1 if the README is out of date")
     args = p.parse_args(argv)
-    source = latest_cpu_result(args.results)
+    source = args.source or latest_cpu_result(args.results)
     if source is None:
         print(f"no CPU result in {args.results}", file=sys.stderr)
         return 2

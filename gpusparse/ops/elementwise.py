@@ -45,6 +45,9 @@ from gpusparse._dtypes import VALUE_DTYPES, check_value_dtype, index_dtype_for
 from gpusparse._options import get_option
 from gpusparse.ops import canonical
 from gpusparse.ops._broadcast import as_coo, broadcast_coo, broadcast_shapes, gather_dense, sparse_prefix
+from gpusparse.ops._fill import drop, fill_mask
+from gpusparse.ops._merge_plan import (compressed_in_order, keys_of, keys_of_compressed, permuted, spread,
+                                       union_by_sort, unravel)
 
 __all__ = [
     "abs",
@@ -161,32 +164,6 @@ def _result_dtype(dt, name):
             f"supported: {', '.join(d.name for d in VALUE_DTYPES)}"
         )
     return dt
-
-
-def _is_nan(value) -> bool:
-    return bool(np.isnan(value)) if np.asarray(value).dtype.kind in "fc" else False
-
-
-def _fill_mask(values, fill, xp):
-    """True where ``values`` equals ``fill`` (NaN equals NaN, -0.0 differs from 0.0), per row of blocks.
-
-    Signed zeros are told apart as pydata sparse does: ``-x`` of an array
-    holding 0.0 stores -0.0, which ``1 / x`` would turn into -inf.
-    """
-    if _is_nan(fill):
-        eq = xp.isnan(values)
-    else:
-        eq = values == fill
-        kind = np.asarray(fill).dtype.kind
-        if kind in "fc" and fill == 0:
-            if kind == "f":
-                eq &= xp.signbit(values) == np.signbit(fill)
-            else:
-                eq &= (xp.signbit(values.real) == np.signbit(fill.real)) & \
-                      (xp.signbit(values.imag) == np.signbit(fill.imag))
-    if eq.ndim > 1:
-        eq = eq.reshape(eq.shape[0], -1).all(axis=1)
-    return eq
 
 
 # --------------------------------------------------------------------------
@@ -397,85 +374,6 @@ def _is_concat_add(func, operands, fills, dtypes) -> bool:
     return any(op.value.format == "coo" and not op.value.unique for op in operands)
 
 
-class _Keyed:
-    """A sparse operand as sorted unique linear keys and the values that go with them."""
-
-    __slots__ = ("keys", "data", "fill_value", "coords")
-
-    def __init__(self, keys, data, fill_value, coords):
-        self.keys, self.data, self.fill_value, self.coords = keys, data, fill_value, coords
-
-
-def _keys_of(x, order, k, xp):
-    """COO ``x`` as sorted unique linear keys of its coordinates in axis order ``order``.
-
-    Duplicates are summed (``x`` is coalesced without ever building the
-    coalesced coordinates: only the keys are needed). Returns a
-    :class:`_Keyed` whose ``coords()`` gives the permuted coordinates, or
-    None when the permuted shape has 2**63 elements or more.
-    """
-    sparse_shape = x.shape[: x.sparse_dim]
-    perm_shape = tuple(sparse_shape[a] for a in order)
-    if math.prod(perm_shape) >= 2**63:
-        return None
-    identity = list(order) == list(range(len(order)))
-    coords = x.coords if identity else xp.ascontiguousarray(x.coords[list(order)])
-    n = x.nnz
-    if n <= 1 or identity and x.is_coalesced():  # sorted and unique: the keys are too
-        keys = k.linearize(coords, canonical.c_strides(perm_shape))
-        return _Keyed(keys, x.data, x.fill_value, lambda: coords)
-    payload = canonical.value_payload(x.data)
-    keys, moved, state = canonical.sorted_keys(coords, perm_shape, k, xp, payload)
-    if state == 2:  # strictly increasing already
-        return _Keyed(keys, x.data, x.fill_value, lambda: coords)
-    if moved is None:  # sorted, with repeats
-        values, perm = x.data, None
-    elif payload is not None:
-        values, perm = canonical.payload_values(moved, x.data), None
-    else:
-        values, perm = x.data, moved
-    if state == 0 and int(to_host(k.sortedness(keys))) == 2:  # sync: any duplicates?
-        data = values if perm is None else xp.take(values, perm, axis=0)
-        return _Keyed(keys, data, x.fill_value, lambda: k.delinearize(keys, perm_shape))
-    ids = k.segment_ids(keys)
-    n_unique = int(to_host(ids[-1:])[0]) + 1  # sync: the number of distinct coordinates
-    starts = k.segment_starts(ids, n_unique)
-    unique_keys = xp.take(keys, starts[:-1])
-    data = canonical.sum_segments(values, starts, perm, k)
-    return _Keyed(unique_keys, data, x.fill_value, lambda: k.delinearize(unique_keys, perm_shape))
-
-
-def _compressed_in_order(x, shape, order) -> bool:
-    """A CSR (CSC) operand, not broadcast, merged in row-major (column-major) order."""
-    return x.format != "coo" and x.shape == tuple(shape) and tuple(order) == ((0, 1) if x.format == "csr" else (1, 0))
-
-
-def _keys_of_compressed(x, order, k, xp):
-    """The keys of a CSR/CSC array straight from its index arrays (canonical: sorted, unique)."""
-    n_minor = x.shape[1 - x._major_axis]
-    majors = k.expand(x.indptr, x.nnz)
-    keys = majors * n_minor + x.indices  # int64: majors is
-    return _Keyed(keys, x.data, x.fill_value,
-                  lambda: xp.stack([majors, x.indices.astype(np.int64)]))
-
-
-def _take_or_fill(data, index, fill, xp, all_present=False):
-    """``data[index]`` with ``fill`` where ``index`` is -1.
-
-    ``index`` comes from merging: its non-negative entries are
-    ``0, 1, ..., len(data) - 1`` in increasing order, so the rows of
-    ``data`` are spread in order over the positions that hold one, without
-    a gather.
-    """
-    n = index.shape[0]
-    if all_present:
-        return xp.take(data, index, axis=0)
-    out = xp.full((n,) + data.shape[1:], fill, dtype=data.dtype)
-    if data.shape[0]:
-        out[index >= 0] = data
-    return out
-
-
 def _evaluate(dfunc, operands, values, coords, shape, prefix, kwargs, xp, out=None):
     """``dfunc`` at stored positions: ``values[i]`` for sparse operand i, dense ones gathered.
 
@@ -525,37 +423,12 @@ def _vanishes(dfunc, operands, which, data, coords, shape, prefix, kwargs, fills
         with np.errstate(all="ignore"):
             results = _evaluate(dfunc, operands, values, None if coords is None else coords[:, :stop], shape,
                             prefix, kwargs, xp)
-        ok = xp.stack([_fill_mask(xp.asarray(r), f, xp).all() for r, f in zip(results, fills)]).all()
+        ok = xp.stack([fill_mask(xp.asarray(r), f, xp).all() for r, f in zip(results, fills)]).all()
         if not bool(to_host(ok)):  # sync: does the intersection suffice?
             return False
         if stop == n:
             return True
     return True
-
-
-def _union_by_sort(parts, shape_perm, k, xp):
-    """Union of coalesced COO ``parts`` whose keys do not fit in int64: sort the concatenation.
-
-    Returns ``(coords, [index into part i or -1, ...])``.
-    """
-    coords = xp.concatenate([p.coords for p in parts], axis=1)
-    sizes = [p.nnz for p in parts]
-    keys, perm, _ = canonical.sorted_keys(coords, shape_perm, k, xp)
-    total = sum(sizes)
-    perm = xp.arange(total, dtype=np.int64) if perm is None else perm
-    ids = k.segment_ids(keys)
-    n_out = int(to_host(ids[-1:])[0]) + 1  # sync: size of the union
-    starts = k.segment_starts(ids, n_out)
-    out_coords = xp.take(coords, xp.take(perm, starts[:-1]), axis=1)
-    maps, offset = [], 0
-    for size in sizes:
-        index = xp.full(n_out, -1, dtype=np.int64)
-        source = perm - offset
-        mine = (source >= 0) & (source < size)
-        index[ids[mine]] = source[mine]
-        maps.append(index)
-        offset += size
-    return out_coords, maps
 
 
 def _merge_plan(part, dfunc, operands, kwargs, fills, shape, prefix, order, k, xp):
@@ -567,11 +440,11 @@ def _merge_plan(part, dfunc, operands, kwargs, fills, shape, prefix, order, k, x
     """
     perm_shape = tuple(shape[a] for a in order)
     sparse = [op for op in operands if op.kind == "sparse"]
-    keyed = [_keys_of_compressed(op.value, order, k, xp) if _compressed_in_order(op.value, shape, order) else
-             _keys_of(part(op), order, k, xp) for op in sparse]
+    keyed = [keys_of_compressed(op.value, order, k, xp) if compressed_in_order(op.value, shape, order) else
+             keys_of(part(op), order, k, xp) for op in sparse]
     if any(y is None for y in keyed):
-        coalesced = [canonical.coalesce(_permuted(part(op), order, xp)) for op in sparse]
-        coords, maps = _union_by_sort(coalesced, perm_shape, k, xp)
+        coalesced = [canonical.coalesce(permuted(part(op), order, xp)) for op in sparse]
+        coords, maps = union_by_sort(coalesced, perm_shape, k, xp)
         return coalesced, coords, maps, [False] * len(sparse)
     how = "union"
     if len(sparse) == 2:
@@ -590,34 +463,13 @@ def _merge_plan(part, dfunc, operands, kwargs, fills, shape, prefix, order, k, x
         if maps is None:
             maps = [left, right]
         else:
-            maps = [_take_or_fill(m, left, -1, xp, how == "intersection") for m in maps] + [right]
+            maps = [spread(m, left, -1, xp, how == "intersection") for m in maps] + [right]
         out_keys = merged
     if maps is None:
         maps = [xp.arange(out_keys.shape[0], dtype=np.int64)]
-    coords = _unravel(out_keys, perm_shape, k, xp)
+    coords = unravel(out_keys, perm_shape, k, xp)
     present = [how == "intersection"] * len(sparse)
     return keyed, coords, maps, present
-
-
-def _permuted(x, order, xp):
-    """COO ``x`` with its sparse axes in ``order`` (flags honest: unsorted unless identity)."""
-    from gpusparse.containers import COO
-    if list(order) == list(range(len(order))):
-        return x
-    coords = xp.ascontiguousarray(x.coords[list(order)])
-    shape = tuple(x.shape[a] for a in order) + x.shape[x.sparse_dim:]
-    return COO._from_parts(coords, x.data, shape, x.fill_value, x.device, sorted=False, unique=x.unique)
-
-
-def _unravel(keys, shape, k, xp):
-    """Coordinates ``(len(shape), n)`` of linear keys; one division for two dimensions."""
-    if len(shape) == 1:
-        return keys.reshape(1, -1)
-    if len(shape) == 2 and shape[1] > 0:
-        coords = xp.empty((2, keys.shape[0]), dtype=np.int64)
-        xp.divmod(keys, shape[1], out=(coords[0], coords[1]))
-        return coords
-    return k.delinearize(keys, shape)
 
 
 def _sparse_result(func, dfunc, operands, kwargs, shape, fills, dtypes, dev, keep_fill_entries):
@@ -658,7 +510,7 @@ def _sparse_result(func, dfunc, operands, kwargs, shape, fills, dtypes, dev, kee
 
     coalesced, coords, maps, present = _merge_plan(part, dfunc, operands, kwargs, fills, shape,
                                                    prefix, order, k, xp)
-    values = [_take_or_fill(y.data, m, y.fill_value, xp, p)
+    values = [spread(y.data, m, y.fill_value, xp, p)
               for y, m, p in zip(coalesced, maps, present)]
     inv = list(np.argsort(order))
     natural = coords if order == tuple(range(prefix)) else xp.ascontiguousarray(coords[inv])
@@ -697,27 +549,12 @@ def _prepare_values(values, dt, n, dense_shape, xp):
     return xp.ascontiguousarray(values)
 
 
-def _drop(coords, values, fill, xp):
-    """Entries whose value (whole block) differs from ``fill``."""
-    if values.shape[0] == 0:
-        return coords, values
-    if not _is_nan(fill) and values.ndim == 1:  # the common case: one comparison pass
-        equal = values == fill
-        if not bool(to_host(equal.any())):  # sync: anything to drop?
-            return coords, values
-    keep = ~_fill_mask(values, fill, xp)
-    if bool(to_host(keep.all())):  # sync: anything to drop?
-        return coords, values
-    index = xp.nonzero(keep)[0]  # sync: the number of entries kept
-    return xp.take(coords, index, axis=1), xp.take(values, index, axis=0)
-
-
 def _finish(coords, values, fill, dt, shape, prefix, dense_shape, flags, fmt, dev, keep_fill_entries):
     from gpusparse.containers import COO
     xp = xp_for(dev)
     values = _prepare_values(values, dt, coords.shape[1], dense_shape, xp)
     if not keep_fill_entries:
-        coords, values = _drop(coords, values, fill, xp)
+        coords, values = drop(coords, values, fill, xp)
     coords = xp.ascontiguousarray(coords)
     coo = COO._from_parts(coords, values, shape, np.asarray(fill).astype(dt)[()], dev,
                           sorted=flags[0], unique=flags[1])
@@ -738,7 +575,7 @@ def _finish_csc(coords_cm, values, fill, dt, shape, dense_shape, dev, keep_fill_
     k, xp = kernels_for(dev), xp_for(dev)
     values = _prepare_values(values, dt, coords_cm.shape[1], dense_shape, xp)
     if not keep_fill_entries:
-        coords_cm, values = _drop(coords_cm, values, fill, xp)
+        coords_cm, values = drop(coords_cm, values, fill, xp)
     index_dtype = index_dtype_for(shape[0], shape[1], values.shape[0])
     indptr = k.compress(xp.ascontiguousarray(coords_cm[0]), shape[1], index_dtype)
     indices = coords_cm[1].astype(index_dtype)
@@ -957,7 +794,7 @@ def prune(x):
         if x.format != "coo":
             if x.nnz == 0:
                 return x
-            keep = ~_fill_mask(x.data, x.fill_value, xp)
+            keep = ~fill_mask(x.data, x.fill_value, xp)
             if bool(to_host(keep.all())):  # sync: anything to drop?
                 return x
             index = xp.nonzero(keep)[0]  # sync: the number of entries kept
@@ -968,7 +805,7 @@ def prune(x):
         coo = x
         if not coo.unique and not (x.fill_value == 0):
             coo = canonical.coalesce(coo)
-        coords, values = _drop(coo.coords, coo.data, x.fill_value, xp)
+        coords, values = drop(coo.coords, coo.data, x.fill_value, xp)
         if values.shape[0] == x.nnz:
             return x
         return COO._from_parts(xp.ascontiguousarray(coords), xp.ascontiguousarray(values), x.shape,

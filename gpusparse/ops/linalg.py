@@ -31,6 +31,7 @@ import operator
 import numpy as np
 
 from gpusparse._device import device_scope, kernels_for, xp_for
+from gpusparse._errors import warn_efficiency
 from gpusparse.ops import canonical, convert
 from gpusparse.ops._linalg_core import (
     BatchPlan,
@@ -131,6 +132,14 @@ def _matmul(a, b, names=("a", "b"), what="matmul"):
         return hybrid_left_dense(a, b, dtype)
     a1, b1 = a.ndim == 1, b.ndim == 1
     fmt = a.format if sa and a.ndim == 2 and b.ndim == 2 else "coo"
+    for x, name in ((a, names[0]), (b, names[1])):
+        if is_sparse(x) and x.dense_dim and x.nnz:
+            warn_efficiency(
+                f"{what}: the dense dimensions of {name} (shape {x.shape}, dense_dim={x.dense_dim}) "
+                "are made sparse for this product, one entry per element of every stored block; "
+                "products that contract a dense dimension of the left operand with a 1-D or 2-D "
+                "dense operand keep the blocks as they are"
+            )
     if sa:
         a = all_sparse(a)
         a = insert_zero_axis(a, 0) if a1 else a

@@ -36,6 +36,8 @@ from gpusparse._device import device_scope, kernels_for, to_host, xp_for
 from gpusparse._dtypes import VALUE_DTYPES
 from gpusparse.ops import canonical
 from gpusparse.ops._broadcast import _sparsify_dense_dims, as_coo
+from gpusparse.ops import _fill
+from gpusparse.ops._merge_plan import unravel
 
 __all__ = [
     "all",
@@ -245,11 +247,10 @@ def _grouping(x, kept, k, xp):
 
 def _sparse_out(coords, data, shape, fill, dev, xp, *, drop=True, flags=(True, True)):
     from gpusparse.containers import COO
-    from gpusparse.ops.elementwise import _drop
     data = xp.ascontiguousarray(data)
     fill = np.asarray(fill).astype(data.dtype)[()]
     if drop:
-        coords, data = _drop(coords, data, fill, xp)
+        coords, data = _fill.drop(coords, data, fill, xp)
     return COO._from_parts(xp.ascontiguousarray(coords), xp.ascontiguousarray(data), tuple(shape), fill, dev,
                            sorted=flags[0], unique=flags[1])
 
@@ -458,7 +459,6 @@ def _reduce_by_key(keys, values, mono, kept_shape, kept_dense_shape, n_red, fill
     groups that differ from the result's fill value then become the sparse
     result.
     """
-    from gpusparse.ops.elementwise import _fill_mask, _unravel
     n_kept = math.prod(kept_shape)
     # Folding in the fill value changes nothing where it is the op's identity
     # (a sum with fill 0): then the counts are not needed.
@@ -472,9 +472,9 @@ def _reduce_by_key(keys, values, mono, kept_shape, kept_dense_shape, n_red, fill
         red = xp.where((missing > 0).reshape(-1, 1), folded, red)
     red = red.reshape((n_kept,) + kept_dense_shape)
     out_fill = np.asarray(out_fill).astype(dtype)[()]
-    index = xp.nonzero(~_fill_mask(red, out_fill, xp))[0]  # sync: the number of groups stored
+    index = xp.nonzero(~_fill.fill_mask(red, out_fill, xp))[0]  # sync: the number of groups stored
     from gpusparse.containers import COO
-    return COO._from_parts(xp.ascontiguousarray(_unravel(index, kept_shape, k, xp)),
+    return COO._from_parts(xp.ascontiguousarray(unravel(index, kept_shape, k, xp)),
                            xp.ascontiguousarray(xp.take(red, index, axis=0)),
                            kept_shape + kept_dense_shape, out_fill, dev, sorted=True, unique=True)
 

@@ -1,0 +1,56 @@
+"""Stored entries equal to a fill value: finding them and dropping them.
+
+Shared by the elementwise operations and the reductions, which both store
+no entry equal to the result's fill value (pydata sparse's rule). NaN
+equals NaN here, and -0.0 differs from 0.0 (as in pydata sparse: ``-x`` of
+an array holding 0.0 stores -0.0, which ``1 / x`` turns into -inf).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpusparse._device import to_host
+
+__all__ = ["drop", "fill_mask", "is_nan"]
+
+
+def is_nan(value) -> bool:
+    return bool(np.isnan(value)) if np.asarray(value).dtype.kind in "fc" else False
+
+
+def fill_mask(values, fill, xp):
+    """True where ``values`` equals ``fill`` (NaN equals NaN, -0.0 differs from 0.0), per row of blocks.
+
+    Signed zeros are told apart as pydata sparse does: ``-x`` of an array
+    holding 0.0 stores -0.0, which ``1 / x`` would turn into -inf.
+    """
+    if is_nan(fill):
+        eq = xp.isnan(values)
+    else:
+        eq = values == fill
+        kind = np.asarray(fill).dtype.kind
+        if kind in "fc" and fill == 0:
+            if kind == "f":
+                eq &= xp.signbit(values) == np.signbit(fill)
+            else:
+                eq &= (xp.signbit(values.real) == np.signbit(fill.real)) & \
+                      (xp.signbit(values.imag) == np.signbit(fill.imag))
+    if eq.ndim > 1:
+        eq = eq.reshape(eq.shape[0], -1).all(axis=1)
+    return eq
+
+
+def drop(coords, values, fill, xp):
+    """Entries whose value (whole block) differs from ``fill``."""
+    if values.shape[0] == 0:
+        return coords, values
+    if not is_nan(fill) and values.ndim == 1:  # the common case: one comparison pass
+        equal = values == fill
+        if not bool(to_host(equal.any())):  # sync: anything to drop?
+            return coords, values
+    keep = ~fill_mask(values, fill, xp)
+    if bool(to_host(keep.all())):  # sync: anything to drop?
+        return coords, values
+    index = xp.nonzero(keep)[0]  # sync: the number of entries kept
+    return xp.take(coords, index, axis=1), xp.take(values, index, axis=0)

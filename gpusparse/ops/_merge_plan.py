@@ -1,0 +1,146 @@
+"""Merge plans: sparse operands as sorted unique linear keys, and where each one's entries go.
+
+A binary (or N-ary) elementwise operation on sparse operands runs on the
+merge of their keys (primitive ``merge_sorted``): these helpers produce the
+keys -- coalescing an operand without ever building its coalesced
+coordinates, or reading a CSR/CSC operand's keys off its index arrays --
+spread each operand's values over the merged positions, and turn merged
+keys back into coordinates.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from gpusparse._device import to_host
+from gpusparse.ops import canonical
+
+__all__ = ["Keyed", "compressed_in_order", "keys_of", "keys_of_compressed", "permuted", "spread",
+           "union_by_sort", "unravel"]
+
+
+class Keyed:
+    """A sparse operand as sorted unique linear keys and the values that go with them."""
+
+    __slots__ = ("keys", "data", "fill_value", "coords")
+
+    def __init__(self, keys, data, fill_value, coords):
+        self.keys, self.data, self.fill_value, self.coords = keys, data, fill_value, coords
+
+
+def keys_of(x, order, k, xp):
+    """COO ``x`` as sorted unique linear keys of its coordinates in axis order ``order``.
+
+    Duplicates are summed (``x`` is coalesced without ever building the
+    coalesced coordinates: only the keys are needed). Returns a
+    :class:`Keyed` whose ``coords()`` gives the permuted coordinates, or
+    None when the permuted shape has 2**63 elements or more.
+    """
+    sparse_shape = x.shape[: x.sparse_dim]
+    perm_shape = tuple(sparse_shape[a] for a in order)
+    if math.prod(perm_shape) >= 2**63:
+        return None
+    identity = list(order) == list(range(len(order)))
+    coords = x.coords if identity else xp.ascontiguousarray(x.coords[list(order)])
+    n = x.nnz
+    if n <= 1 or identity and x.is_coalesced():  # sorted and unique: the keys are too
+        keys = k.linearize(coords, canonical.c_strides(perm_shape))
+        return Keyed(keys, x.data, x.fill_value, lambda: coords)
+    payload = canonical.value_payload(x.data)
+    keys, moved, state = canonical.sorted_keys(coords, perm_shape, k, xp, payload)
+    if state == 2:  # strictly increasing already
+        return Keyed(keys, x.data, x.fill_value, lambda: coords)
+    if moved is None:  # sorted, with repeats
+        values, perm = x.data, None
+    elif payload is not None:
+        values, perm = canonical.payload_values(moved, x.data), None
+    else:
+        values, perm = x.data, moved
+    if state == 0 and int(to_host(k.sortedness(keys))) == 2:  # sync: any duplicates?
+        data = values if perm is None else xp.take(values, perm, axis=0)
+        return Keyed(keys, data, x.fill_value, lambda: k.delinearize(keys, perm_shape))
+    ids = k.segment_ids(keys)
+    n_unique = int(to_host(ids[-1:])[0]) + 1  # sync: the number of distinct coordinates
+    starts = k.segment_starts(ids, n_unique)
+    unique_keys = xp.take(keys, starts[:-1])
+    data = canonical.sum_segments(values, starts, perm, k)
+    return Keyed(unique_keys, data, x.fill_value, lambda: k.delinearize(unique_keys, perm_shape))
+
+
+def compressed_in_order(x, shape, order) -> bool:
+    """A CSR (CSC) operand, not broadcast, merged in row-major (column-major) order."""
+    return x.format != "coo" and x.shape == tuple(shape) and tuple(order) == ((0, 1) if x.format == "csr" else (1, 0))
+
+
+def keys_of_compressed(x, order, k, xp):
+    """The keys of a CSR/CSC array straight from its index arrays (canonical: sorted, unique)."""
+    n_minor = x.shape[1 - x._major_axis]
+    majors = k.expand(x.indptr, x.nnz)
+    keys = majors * n_minor + x.indices  # int64: majors is
+    return Keyed(keys, x.data, x.fill_value,
+                  lambda: xp.stack([majors, x.indices.astype(np.int64)]))
+
+
+def spread(data, index, fill, xp, all_present=False):
+    """``data[index]`` with ``fill`` where ``index`` is -1.
+
+    ``index`` comes from merging: its non-negative entries are
+    ``0, 1, ..., len(data) - 1`` in increasing order, so the rows of
+    ``data`` are spread in order over the positions that hold one, without
+    a gather.
+    """
+    n = index.shape[0]
+    if all_present:
+        return xp.take(data, index, axis=0)
+    out = xp.full((n,) + data.shape[1:], fill, dtype=data.dtype)
+    if data.shape[0]:
+        out[index >= 0] = data
+    return out
+
+
+def union_by_sort(parts, shape_perm, k, xp):
+    """Union of coalesced COO ``parts`` whose keys do not fit in int64: sort the concatenation.
+
+    Returns ``(coords, [index into part i or -1, ...])``.
+    """
+    coords = xp.concatenate([p.coords for p in parts], axis=1)
+    sizes = [p.nnz for p in parts]
+    keys, perm, _ = canonical.sorted_keys(coords, shape_perm, k, xp)
+    total = sum(sizes)
+    perm = xp.arange(total, dtype=np.int64) if perm is None else perm
+    ids = k.segment_ids(keys)
+    n_out = int(to_host(ids[-1:])[0]) + 1  # sync: size of the union
+    starts = k.segment_starts(ids, n_out)
+    out_coords = xp.take(coords, xp.take(perm, starts[:-1]), axis=1)
+    maps, offset = [], 0
+    for size in sizes:
+        index = xp.full(n_out, -1, dtype=np.int64)
+        source = perm - offset
+        mine = (source >= 0) & (source < size)
+        index[ids[mine]] = source[mine]
+        maps.append(index)
+        offset += size
+    return out_coords, maps
+
+
+def permuted(x, order, xp):
+    """COO ``x`` with its sparse axes in ``order`` (flags honest: unsorted unless identity)."""
+    from gpusparse.containers import COO
+    if list(order) == list(range(len(order))):
+        return x
+    coords = xp.ascontiguousarray(x.coords[list(order)])
+    shape = tuple(x.shape[a] for a in order) + x.shape[x.sparse_dim:]
+    return COO._from_parts(coords, x.data, shape, x.fill_value, x.device, sorted=False, unique=x.unique)
+
+
+def unravel(keys, shape, k, xp):
+    """Coordinates ``(len(shape), n)`` of linear keys; one division for two dimensions."""
+    if len(shape) == 1:
+        return keys.reshape(1, -1)
+    if len(shape) == 2 and shape[1] > 0:
+        coords = xp.empty((2, keys.shape[0]), dtype=np.int64)
+        xp.divmod(keys, shape[1], out=(coords[0], coords[1]))
+        return coords
+    return k.delinearize(keys, shape)
