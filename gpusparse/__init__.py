@@ -8,6 +8,7 @@ hand-written CUDA kernels and cuSPARSE on the GPU, Numba kernels on the CPU.
 from gpusparse import linalg
 from gpusparse._config import show_config
 from gpusparse._device import Device, default_device, device
+from gpusparse._errors import GpuSparseEfficiencyWarning
 from gpusparse._options import get_options, set_options
 from gpusparse.containers import COO, CSC, CSR, SparseArray
 from gpusparse.ops.creation import asarray, empty_like, eye, fromdense, random, zeros, zeros_like
@@ -152,6 +153,7 @@ __all__ = [
     "from_torch",
     "fromdense",
     "get_options",
+    "GpuSparseEfficiencyWarning",
     "hspmm",
     "hstack",
     "imag",

@@ -75,11 +75,21 @@ def _cuda_functions():
             name: (_signature(getattr(module, name)), _first_doc_line(getattr(module, name)))
             for name in PRIMITIVES if callable(getattr(module, name, None))
         }
-    tree = ast.parse((directory / "__init__.py").read_text())
+    # Follow the package's re-exports to the module defining each name.
+    where = {}
+    for node in ast.parse((directory / "__init__.py").read_text()).body:
+        if isinstance(node, ast.FunctionDef):
+            where[node.name] = "__init__"
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("gpusparse._kernels.cuda."):
+            for alias in node.names:
+                where[alias.asname or alias.name] = node.module.rsplit(".", 1)[1]
     found = {}
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name in PRIMITIVES:
-            found[node.name] = (_ast_signature(node), _first_doc_line(ast.get_docstring(node) or ""))
+    for name in PRIMITIVES:
+        if name not in where:
+            continue
+        for node in ast.parse((directory / f"{where[name]}.py").read_text()).body:
+            if isinstance(node, ast.FunctionDef) and node.name == name:
+                found[name] = (_ast_signature(node), _first_doc_line(ast.get_docstring(node) or ""))
     return found
 
 

@@ -9,10 +9,10 @@ a few long rows cannot leave one thread with most of the work. :func:`_run`
 hands the ranges out to the calling thread and a small pool of Python
 threads as they become free (the kernels release the GIL), so a thread
 slowed down by another process does not hold up the others; below
-``PARALLEL_MIN`` work everything runs inline. Measured on the 2-core development VM, a ``prange``
-over the ranges compiled the same row loop about 20 % slower even with one
-thread (and its waiting threads spin), so the ranges are dispatched by hand.
-The number of threads is Numba's (``numba.set_num_threads``).
+``PARALLEL_MIN`` work everything runs inline. On the 2-core development
+VM a ``prange`` over the same ranges ran the same row loop about 20 %
+slower, even with one thread, so the ranges are dispatched by hand. The
+number of threads is Numba's (``numba.set_num_threads``).
 
 The SpMV loop
 -------------
@@ -26,7 +26,7 @@ The SpMV loop
   with AVX gathers and several partial sums, as MKL does, and work on four
   rows per step so that their independent gathers overlap. Only the order
   of the additions changes. On a random matrix (16 per row, x of 16 MB) this
-  went from 0.64x to 0.88x of single-threaded MKL (CPU time, loaded VM).
+  went from 0.64x to 0.92x of single-threaded MKL (CPU time, loaded VM).
 * Software prefetching of ``x[indices[p + d]]`` was measured and made both
   the stencil and the random matrices slower; SpMV does not use it.
 
