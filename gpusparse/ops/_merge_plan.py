@@ -136,11 +136,21 @@ def permuted(x, order, xp):
 
 
 def unravel(keys, shape, k, xp):
-    """Coordinates ``(len(shape), n)`` of linear keys; one division for two dimensions."""
+    """Coordinates ``(len(shape), n)`` of linear keys.
+
+    One array-module ``divmod`` per dimension (NumPy divides by a scalar
+    with precomputed multipliers, several times faster than a division
+    per element); shapes beyond int64 never reach here.
+    """
+    n = keys.shape[0]
     if len(shape) == 1:
         return keys.reshape(1, -1)
-    if len(shape) == 2 and shape[1] > 0:
-        coords = xp.empty((2, keys.shape[0]), dtype=np.int64)
-        xp.divmod(keys, shape[1], out=(coords[0], coords[1]))
-        return coords
-    return k.delinearize(keys, shape)
+    if any(d == 0 for d in shape):
+        return k.delinearize(keys, shape)
+    coords = xp.empty((len(shape), n), dtype=np.int64)
+    rest = keys
+    for d in range(len(shape) - 1, 0, -1):
+        quotient = coords[0] if d == 1 else xp.empty(n, dtype=np.int64)
+        xp.divmod(rest, shape[d], out=(quotient, coords[d]))
+        rest = quotient
+    return coords

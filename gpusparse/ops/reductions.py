@@ -223,21 +223,30 @@ def _wrap_scalar(value, dt):
 # The reduction engine
 # --------------------------------------------------------------------------
 
-def _grouping(x, kept, k, xp):
+def _grouping(x, kept, k, xp, need_starts=True):
     """Segments of COO ``x`` by the coordinates of the ``kept`` sparse axes.
 
-    Returns ``(perm, starts, group_coords)``: ``perm`` orders the entries
-    by group (None when already in order), ``starts`` delimits the groups
-    in that order, ``group_coords`` ``(len(kept), n_groups)`` are their
+    Returns ``(perm, starts, ids, group_coords)``: ``perm`` orders the
+    entries by group (None when already in order), ``starts`` delimits the
+    groups in that order (None when every entry is a group of its own and
+    not ``need_starts``),
+    ``ids`` numbers the group of every entry in that order,
+    ``group_coords`` ``(len(kept), n_groups)`` are the groups'
     coordinates, row-major sorted. Stable: within a group, entries keep
     their order. Synchronises to learn the number of groups.
     """
     kept_shape = tuple(x.shape[a] for a in kept)
-    coords = x.coords if list(kept) == list(range(len(kept))) and len(kept) == x.sparse_dim \
-        else xp.ascontiguousarray(x.coords[list(kept)])
+    if list(kept) == list(range(len(kept))):  # leading axes: a contiguous view of the rows
+        coords = x.coords[: len(kept)]
+    else:
+        coords = xp.ascontiguousarray(x.coords[list(kept)])
     keys, perm, _ = canonical.sorted_keys(coords, kept_shape, k, xp)
     ids = k.segment_ids(keys)
     n_groups = int(to_host(ids[-1:])[0]) + 1  # sync: the number of groups
+    if n_groups == x.nnz:  # every entry is a group of its own: nothing to delimit or gather
+        starts = xp.arange(n_groups + 1, dtype=np.int64) if need_starts else None
+        group_coords = coords if perm is None else xp.take(coords, perm, axis=1)
+        return perm, starts, ids, group_coords
     starts = k.segment_starts(ids, n_groups)
     firsts = starts[:-1]
     source = firsts if perm is None else xp.take(perm, firsts)
@@ -417,8 +426,10 @@ def _reduce_core(x, mono, axes, out_dtype, k, xp):
         keys = _kept_keys(x, kept_sparse, kept_shape, k, xp)
         return _reduce_by_key(keys, values, mono, kept_shape, kept_dense_shape, n_red, fill, out_fill,
                               out_dtype, x.device, k, xp)
-    perm, starts, _, group_coords = _grouping(x, kept_sparse, k, xp)
-    if mono.kernel_op is not None:
+    perm, starts, _, group_coords = _grouping(x, kept_sparse, k, xp, need_starts=False)
+    if starts is None:  # one entry per group: the reduction of each is the entry
+        seg = values if perm is None else xp.take(values, perm, axis=0)
+    elif mono.kernel_op is not None:
         seg = k.segment_reduce(values, starts, mono.kernel_op, perm)
         seg = seg.astype(out_dtype, copy=False)
     else:
@@ -428,12 +439,12 @@ def _reduce_core(x, mono, axes, out_dtype, k, xp):
             raise TypeError(f"reduce: {mono.name} over sparse axes needs {mono.name}.reduceat, which the "
                             f"array module of {x.device} does not provide")
         seg = reduceat(ordered, starts[:-1], axis=0)
-    counts = starts[1:] - starts[:-1]
-    missing = n_red - counts
-    has_missing = missing > 0
-    powered = mono.power_array(fill, xp.maximum(missing, 1), out_dtype, xp)
-    folded = mono.fold(seg, powered.reshape(-1, 1), xp).astype(out_dtype, copy=False)
-    seg = xp.where(has_missing.reshape(-1, 1), folded, seg)
+    if not _is_identity(mono, fill, out_dtype):  # fold in the unstored elements
+        counts = starts[1:] - starts[:-1] if starts is not None else xp.ones(nnz, dtype=np.int64)
+        missing = n_red - counts
+        powered = mono.power_array(fill, xp.maximum(missing, 1), out_dtype, xp)
+        folded = mono.fold(seg, powered.reshape(-1, 1), xp).astype(out_dtype, copy=False)
+        seg = xp.where((missing > 0).reshape(-1, 1), folded, seg)
     seg = seg.reshape((seg.shape[0],) + kept_dense_shape)
     return _sparse_out(group_coords, seg, out_shape, out_fill, x.device, xp)
 
