@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import prange
 
 from gpusparse._kernels._numba import jit
+from gpusparse._kernels.cpu._common import empty
 
 
 # --------------------------------------------------------------------------
@@ -24,25 +27,53 @@ def _linearize(coords, strides, out):
 
 def linearize(coords, strides):
     """coords (d, n) int64 in bounds, sum(coords[k]*strides[k]) < 2**63; not validated."""
-    out = np.empty(coords.shape[1], dtype=np.int64)
+    out = empty(coords.shape[1], dtype=np.int64)
     _linearize(coords, np.asarray(strides, dtype=np.int64), out)
     return out
 
 
+@jit()
+def _divmod_exact(key, divisor, reciprocal):
+    # key // divisor and key % divisor for 0 <= key < 2**52 through a
+    # floating-point reciprocal (an int64 division costs tens of cycles and
+    # does not vectorise); the estimate is off by at most one, then fixed.
+    q = np.int64(np.float64(key) * reciprocal)
+    r = key - q * divisor
+    if r < 0:
+        q -= 1
+        r += divisor
+    elif r >= divisor:
+        q += 1
+        r -= divisor
+    return q, r
+
+
 @jit(parallel=True)
-def _delinearize(keys, shape, out):
+def _delinearize(keys, shape, exact_float, out):
     d = shape.size
+    reciprocal = np.empty(d, dtype=np.float64)
+    for k in range(d):
+        reciprocal[k] = 1.0 / max(shape[k], 1)
     for i in prange(keys.size):
         key = keys[i]
-        for k in range(d - 1, -1, -1):
-            out[k, i] = key % shape[k]
-            key //= shape[k]
+        for k in range(d - 1, 0, -1):
+            if exact_float:
+                q, r = _divmod_exact(key, shape[k], reciprocal[k])
+            else:
+                q = key // shape[k]
+                r = key - q * shape[k]
+            out[k, i] = r
+            key = q
+        if d > 0:
+            out[0, i] = key
 
 
 def delinearize(keys, shape):
     """keys (n,) int64 in [0, prod(shape)); not validated."""
-    out = np.empty((len(shape), keys.size), dtype=np.int64)
-    _delinearize(keys, np.asarray(shape, dtype=np.int64), out)
+    out = empty((len(shape), keys.size), dtype=np.int64)
+    if keys.size:
+        exact_float = math.prod(shape) <= 1 << 52
+        _delinearize(keys, np.asarray(shape, dtype=np.int64), exact_float, out)
     return out
 
 
@@ -65,7 +96,7 @@ def _compress(rows, out):
 
 def compress(rows, n_rows, index_dtype):
     """rows (n,) int64 sorted, in [0, n_rows); not validated."""
-    out = np.empty(int(n_rows) + 1, dtype=index_dtype)
+    out = empty(int(n_rows) + 1, dtype=index_dtype)
     _compress(rows, out)
     return out
 
@@ -79,7 +110,7 @@ def _expand(indptr, out):
 
 def expand(indptr, nnz):
     """indptr (n_rows + 1,) non-decreasing from 0 to nnz; not validated."""
-    out = np.empty(int(nnz), dtype=np.int64)
+    out = empty(int(nnz), dtype=np.int64)
     _expand(indptr, out)
     return out
 
@@ -117,6 +148,6 @@ def _gather_rows(values, index, out):
 
 def gather(values, index):
     """values (m, w); index (n,) int64 in [0, m); not validated."""
-    out = np.empty((index.size, values.shape[1]), dtype=values.dtype)
+    out = empty((index.size, values.shape[1]), dtype=values.dtype)
     _gather_rows(_move_kind(values), index, _move_kind(out))
     return out

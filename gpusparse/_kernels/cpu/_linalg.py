@@ -61,7 +61,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from gpusparse._kernels._numba import jit, n_threads
-from gpusparse._kernels.cpu._common import PARALLEL_MIN
+from gpusparse._kernels.cpu._common import PARALLEL_MIN, empty
 
 __all__ = ["row_bounds", "sddmm", "spgemm", "spmm", "spmm_reduce", "spmv"]
 
@@ -487,7 +487,7 @@ def spmm_reduce(indptr, indices, data, shape, b, op):
     ``mean`` needs an inexact dtype; ``max``/``min`` a real one (NaN propagates).
     """
     dtype = data.dtype
-    out = np.empty((shape[0], b.shape[1]), dtype=dtype)
+    out = empty((shape[0], b.shape[1]), dtype=dtype)
     bounds = row_bounds(indptr, (int(indptr[-1]) + indptr.size) * max(b.shape[1], 1))
     _run(_spmm_reduce, bounds, indptr, indices, data, b, out, _REDUCE_CODES[op],
          _reduce_identity(op, dtype), dtype.type(0))
@@ -600,8 +600,8 @@ def spgemm(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape):
     indptr64 = np.cumsum(counts)
     nnz = int(indptr64[-1])
     index_dtype = np.int32 if max(m, n, nnz) <= np.iinfo(np.int32).max else np.int64
-    indices = np.empty(nnz, dtype=index_dtype)
-    data = np.empty(nnz, dtype=a_data.dtype)
+    indices = empty(nnz, dtype=index_dtype)
+    data = empty(nnz, dtype=a_data.dtype)
     _run(_spgemm_fill, bounds, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data,
          indptr64, indices, data, n, max(n - 1, 0).bit_length())
     return indptr64.astype(index_dtype), indices, data
@@ -636,7 +636,7 @@ def sddmm(indptr, indices, a, bt, alpha=1):
     the entries of ``alpha * a @ bt.T`` at the stored positions.
     """
     dtype = a.dtype
-    out = np.empty(indices.shape[0], dtype=dtype)
+    out = empty(indices.shape[0], dtype=dtype)
     bounds = row_bounds(indptr, (indices.shape[0] + indptr.size) * max(a.shape[1], 1))
     ahead = _prefetch_distance(indptr, indices, a.shape[1])
     _run(_sddmm, bounds, indptr, indices, a, bt, _scalar(alpha, dtype), out, dtype.type(0), ahead)

@@ -18,7 +18,7 @@ from numba import prange
 
 from gpusparse._kernels._numba import jit, n_threads
 
-from gpusparse._kernels.cpu._common import PARALLEL_MIN
+from gpusparse._kernels.cpu._common import PARALLEL_MIN, empty
 
 _HOW = {"union": 0, "intersection": 1}
 
@@ -159,19 +159,19 @@ def merge_sorted(a_keys, b_keys, how):
     code = _HOW[how]
     total = a_keys.size + b_keys.size
     n_chunks = 2 * n_threads() if total >= PARALLEL_MIN else 1
-    bounds = np.empty((n_chunks + 1, 2), dtype=np.int64)
+    bounds = empty((n_chunks + 1, 2), dtype=np.int64)
     _merge_bounds(a_keys, b_keys, bounds)
     offsets = np.zeros(n_chunks + 1, dtype=np.int64)
     if n_chunks == 1:  # no thread start-up for small inputs
         offsets[1] = _count_chunk(a_keys, b_keys, code, bounds, 0)
     else:
-        counts = np.empty(n_chunks, dtype=np.int64)
+        counts = empty(n_chunks, dtype=np.int64)
         _merge_counts(a_keys, b_keys, code, bounds, counts)
         np.cumsum(counts, out=offsets[1:])
     n_out = int(offsets[-1])
-    keys = np.empty(n_out, dtype=np.int64)
-    ia = np.empty(n_out, dtype=np.int64)
-    ib = np.empty(n_out, dtype=np.int64)
+    keys = empty(n_out, dtype=np.int64)
+    ia = empty(n_out, dtype=np.int64)
+    ib = empty(n_out, dtype=np.int64)
     if n_chunks == 1:
         _write_chunk(a_keys, b_keys, code, bounds, offsets, keys, ia, ib, 0)
     else:

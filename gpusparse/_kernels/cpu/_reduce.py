@@ -16,7 +16,7 @@ from numba import prange
 
 from gpusparse._kernels._numba import jit, n_threads
 
-from gpusparse._kernels.cpu._common import PARALLEL_MIN
+from gpusparse._kernels.cpu._common import PARALLEL_MIN, empty
 from gpusparse._kernels.cpu._segment import _OP_CODES, _better, _identity, _kernel_view
 
 _REDUCE_BY_KEY_OPS = ("sum", "prod", "min", "max", "any", "all")
@@ -148,8 +148,8 @@ def reduce_by_key(keys, values, n_out, op, with_counts=True):
             _logic_chunks(keys, vals, op == "all", private, private_counts, with_counts)
         else:
             _scatter_chunks(keys, vals, _OP_CODES[op], private, private_counts, with_counts)
-        out = np.empty((n_out, width), dtype=private.dtype)
-        counts = np.empty(n_out if with_counts else 0, dtype=np.int64)
+        out = empty((n_out, width), dtype=private.dtype)
+        counts = empty(n_out if with_counts else 0, dtype=np.int64)
         code = _OP_CODES["max" if op == "any" else "min"] if logic else _OP_CODES[op]
         if logic:  # fold bools as uint8 with max (or) / min (and)
             _combine_chunks(code, private.view(np.uint8), private_counts, out.view(np.uint8), counts,

@@ -7,7 +7,7 @@ from numba import prange
 
 from gpusparse._kernels._numba import jit, n_threads
 
-from gpusparse._kernels.cpu._common import PARALLEL_MIN
+from gpusparse._kernels.cpu._common import PARALLEL_MIN, empty
 
 
 # --------------------------------------------------------------------------
@@ -78,7 +78,7 @@ def _segment_ids(keys, n_chunks, out):
 def segment_ids(keys):
     """keys (n,) or (g, n) int64 sorted (lexicographically for 2-D); not validated."""
     rows = _as_rows(keys)
-    out = np.empty(rows.shape[1], dtype=np.int64)
+    out = empty(rows.shape[1], dtype=np.int64)
     _segment_ids(rows, n_threads() if rows.shape[1] >= PARALLEL_MIN else 1, out)
     return out
 
@@ -94,7 +94,7 @@ def _segment_starts(ids, out):
 
 def segment_starts(ids, n_segments):
     """ids (n,) int64 non-decreasing from 0 with no gaps, as segment_ids returns."""
-    out = np.empty(int(n_segments) + 1, dtype=np.int64)
+    out = empty(int(n_segments) + 1, dtype=np.int64)
     _segment_starts(ids, out)
     return out
 
@@ -516,17 +516,17 @@ def segment_reduce(values, starts, op, perm=None):
     n_segments = starts.size - 1
     width = values.shape[1]
     use_perm = perm is not None
-    perm_arg = perm if use_perm else np.empty(0, np.int64)
+    perm_arg = perm if use_perm else empty(0, np.int64)
     n_items = n_segments + (int(starts[-1] - starts[0]) if n_segments > 0 else 0)
     n_chunks = max(1, min(n_threads(), n_items // (PARALLEL_MIN // 4))) if n_items >= PARALLEL_MIN else 1
-    head_seg = np.empty(n_chunks, np.int64)
-    tail_seg = np.empty(n_chunks, np.int64)
+    head_seg = empty(n_chunks, np.int64)
+    tail_seg = empty(n_chunks, np.int64)
     if op in ("any", "all"):
-        out = np.empty((n_segments, width), dtype=np.bool_)
+        out = empty((n_segments, width), dtype=np.bool_)
         if n_segments <= 0:
             return out
         is_all = op == "all"
-        head, tail = np.empty((n_chunks, width), np.bool_), np.empty((n_chunks, width), np.bool_)
+        head, tail = empty((n_chunks, width), np.bool_), empty((n_chunks, width), np.bool_)
         args = (values, starts, is_all, perm_arg, use_perm, out, n_chunks, head_seg, head, tail_seg, tail)
         if n_chunks == 1:  # no thread start-up for small inputs
             _logic_range(*args, 0, 1)
@@ -535,12 +535,12 @@ def segment_reduce(values, starts, op, perm=None):
         _fix_logic(is_all, out, head_seg, head, tail_seg, tail)
         return out
     if op in ("argmin", "argmax"):
-        out = np.empty((n_segments, width), dtype=np.int64)
+        out = empty((n_segments, width), dtype=np.int64)
         if n_segments <= 0:
             return out
         vals = _kernel_view(values)
-        head, tail = np.empty((n_chunks, width), vals.dtype), np.empty((n_chunks, width), vals.dtype)
-        head_idx, tail_idx = np.empty((n_chunks, width), np.int64), np.empty((n_chunks, width), np.int64)
+        head, tail = empty((n_chunks, width), vals.dtype), empty((n_chunks, width), vals.dtype)
+        head_idx, tail_idx = empty((n_chunks, width), np.int64), empty((n_chunks, width), np.int64)
         args = (vals, starts, code, perm_arg, use_perm, out, n_chunks,
                 head_seg, head, head_idx, tail_seg, tail, tail_idx)
         if n_chunks == 1:  # no thread start-up for small inputs
@@ -549,14 +549,14 @@ def segment_reduce(values, starts, op, perm=None):
             _arg_chunks(*args)
         _fix_arg(code, out, head_seg, head, head_idx, tail_seg, tail, tail_idx)
         return out
-    out = np.empty((n_segments, width), dtype=values.dtype)
+    out = empty((n_segments, width), dtype=values.dtype)
     if n_segments <= 0:
         return out
     if values.dtype == np.bool_:  # sum/max = or, prod/min = and
         kernel_op = "max" if op in ("sum", "max") else "min"
         return segment_reduce(values.view(np.uint8), starts, kernel_op, perm).view(np.bool_)
     identity = _identity(op, values.dtype)
-    head, tail = np.empty((n_chunks, width), values.dtype), np.empty((n_chunks, width), values.dtype)
+    head, tail = empty((n_chunks, width), values.dtype), empty((n_chunks, width), values.dtype)
     args = (values, starts, code, perm_arg, use_perm, identity, out, n_chunks, head_seg, head, tail_seg, tail)
     if n_chunks == 1:  # no thread start-up for small inputs
         _reduce_range(*args, 0, 1)

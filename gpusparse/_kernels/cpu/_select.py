@@ -6,7 +6,7 @@ import numpy as np
 from numba import prange, uint64
 
 from gpusparse._kernels._numba import jit
-from gpusparse._kernels.cpu._common import PARALLEL_MIN
+from gpusparse._kernels.cpu._common import PARALLEL_MIN, empty
 
 #: Copies below this many words run serially: a copy is memory-bound, and
 #: thread hand-off costs more than it gains until the copy is large.
@@ -128,7 +128,7 @@ def segment_search(keys, starts, ends, values, side="left"):
     with ``keys[p] >= values[i]`` (``side="left"``) or ``> values[i]``
     (``"right"``), as ``numpy.searchsorted`` on each segment, offset by its start.
     """
-    out = np.empty(starts.size, dtype=np.int64)
+    out = empty(starts.size, dtype=np.int64)
     _segment_search(keys, starts, ends, values, side == "right", out)
     return out
 
@@ -156,6 +156,6 @@ def bucket_order(keys, n_buckets):
     bucket. One counting pass (SciPy's ``tocsc`` ordering), for small ranges.
     """
     indptr = np.zeros(int(n_buckets) + 1, dtype=np.int64)
-    dest = np.empty(keys.size, dtype=np.int64)
+    dest = empty(keys.size, dtype=np.int64)
     _bucket_order(keys, indptr, dest)
     return dest, indptr

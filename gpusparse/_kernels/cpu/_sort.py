@@ -7,7 +7,7 @@ from numba import prange
 
 from gpusparse._kernels._numba import jit, n_threads
 
-from gpusparse._kernels.cpu._common import PARALLEL_MIN
+from gpusparse._kernels.cpu._common import PARALLEL_MIN, empty_like
 
 
 # --------------------------------------------------------------------------
@@ -61,41 +61,62 @@ def _radix_scatter(src_k, src_v, dst_k, dst_v, hist_p, shift):
             pos[digit] = j + 1
 
 
-_LOCAL_BITS = 10
-_LOCAL_RADIX = 1 << _LOCAL_BITS
+_LOCAL_MAX_BITS = 11
 
 
 @jit()
-def _local_lsd(src_k, src_v, dst_k, dst_v, lo, hi, n_bits):
-    # Stable LSD sort of [lo, hi) on the low n_bits, ping-ponging between the
-    # two buffers; the result is in src after an even number of passes.
-    count = np.empty(_LOCAL_RADIX, dtype=np.int64)
-    n_passes = (n_bits + _LOCAL_BITS - 1) // _LOCAL_BITS
+def _local_lsd(keys, values, spare_k, spare_v, n_bits):
+    # Stable LSD sort of keys/values (one bucket, in cache) on the low
+    # n_bits, ping-ponging with the spare buffers (at least as long); digits
+    # are sized so the passes are as few and as even as possible, and the
+    # result is copied back when it ends in the spare buffers.
+    n = keys.size
+    if n < 2 or n_bits <= 0:
+        return
+    n_passes = (n_bits + _LOCAL_MAX_BITS - 1) // _LOCAL_MAX_BITS
+    bits = (n_bits + n_passes - 1) // n_passes
+    mask = (np.int64(1) << bits) - 1
+    count = np.empty(np.int64(1) << bits, dtype=np.int64)
+    src_k, src_v, dst_k, dst_v = keys, values, spare_k, spare_v
     for p in range(n_passes):
-        shift = p * _LOCAL_BITS
+        shift = p * bits
         count[:] = 0
-        for i in range(lo, hi):
-            count[(src_k[i] >> shift) & (_LOCAL_RADIX - 1)] += 1
-        total = lo
-        for d in range(_LOCAL_RADIX):
+        for i in range(n):
+            count[(src_k[i] >> shift) & mask] += 1
+        total = 0
+        for d in range(count.size):
             c = count[d]
             count[d] = total
             total += c
-        for i in range(lo, hi):
+        for i in range(n):
             key = src_k[i]
-            d = (key >> shift) & (_LOCAL_RADIX - 1)
+            d = (key >> shift) & mask
             j = count[d]
             dst_k[j] = key
             dst_v[j] = src_v[i]
             count[d] = j + 1
         src_k, dst_k = dst_k, src_k
         src_v, dst_v = dst_v, src_v
+    if n_passes % 2 == 1:
+        keys[:] = spare_k[:n]
+        values[:] = spare_v[:n]
 
 
 @jit(parallel=True)
-def _sort_buckets(a_k, a_v, b_k, b_v, bounds, n_bits):
-    for bucket in prange(bounds.size - 1):
-        _local_lsd(a_k, a_v, b_k, b_v, bounds[bucket], bounds[bucket + 1], n_bits)
+def _sort_buckets(keys, values, bounds, n_bits, n_workers):
+    # Worker w sorts buckets w, w + n_workers, ... in place, with one spare
+    # buffer of the longest bucket's size for all of them.
+    n_buckets = bounds.size - 1
+    longest = 0
+    for b in range(n_buckets):
+        longest = max(longest, bounds[b + 1] - bounds[b])
+    for w in prange(n_workers):
+        spare_k = np.empty(longest, dtype=keys.dtype)
+        spare_v = np.empty(longest, dtype=values.dtype)
+        for b in range(w, n_buckets, n_workers):
+            lo = bounds[b]
+            hi = bounds[b + 1]
+            _local_lsd(keys[lo:hi], values[lo:hi], spare_k, spare_v, n_bits)
 
 
 def _lsd_sort(keys, values, key_bits, n_chunks):
@@ -111,7 +132,7 @@ def _lsd_sort(keys, values, key_bits, n_chunks):
         if n == 0 or totals[p].max() == n:
             continue
         if spare is None:
-            dst_k, dst_v = np.empty_like(keys), np.empty_like(values)
+            dst_k, dst_v = empty_like(keys), empty_like(values)
         else:
             dst_k, dst_v = spare
         if n_chunks == 1:
@@ -144,13 +165,9 @@ def sort_pairs(keys, values, key_bits):
         return _lsd_sort(keys, values, key_bits, n_chunks)
     shift = key_bits - _DIGIT_BITS
     hist = _radix_histograms(keys, shift, 1, n_chunks)[:, 0, :]
-    a_k, a_v = np.empty_like(keys), np.empty_like(values)
+    a_k, a_v = empty_like(keys), empty_like(values)
     _radix_scatter(keys, values, a_k, a_v, hist, shift)
     bounds = np.zeros(_RADIX + 1, dtype=np.int64)
     np.cumsum(hist.sum(axis=0), out=bounds[1:])
-    b_k, b_v = np.empty_like(keys), np.empty_like(values)
-    _sort_buckets(a_k, a_v, b_k, b_v, bounds, shift)
-    local_passes = -(-shift // _LOCAL_BITS)
-    return (a_k, a_v) if local_passes % 2 == 0 else (b_k, b_v)
-
-
+    _sort_buckets(a_k, a_v, bounds, shift, n_chunks * 4 if n_chunks > 1 else 1)
+    return a_k, a_v
