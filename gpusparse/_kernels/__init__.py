@@ -34,6 +34,7 @@ PRIMITIVES = (
     "sortedness",
     "segment_ids",
     "segment_starts",
+    "run_starts",
     "segment_reduce",
     "compress",
     "expand",
@@ -109,6 +110,14 @@ class Primitives(Protocol):
 
         Returns starts (n_segments + 1,) int64: ``starts[s]`` is the first
         position of segment ``s`` and ``starts[n_segments] == n``.
+        """
+
+    def run_starts(self, keys):
+        """keys (n,) or (g, n) int64 sorted (lexicographically for 2-D); not validated.
+
+        Returns starts (r + 1,) int64 for the r runs of equal keys:
+        ``segment_starts(segment_ids(keys), r)`` without the per-element ids,
+        for callers that need only the boundaries. Synchronises to learn r.
         """
 
     def segment_reduce(self, values, starts, op, perm=None):

@@ -58,12 +58,10 @@ def keys_of(x, order, k, xp):
         values, perm = canonical.payload_values(moved, x.data), None
     else:
         values, perm = x.data, moved
-    if state == 0 and int(to_host(k.sortedness(keys))) == 2:  # sync: any duplicates?
+    starts = k.run_starts(keys)  # sync: the number of distinct coordinates
+    if starts.shape[0] - 1 == n:  # no duplicates
         data = values if perm is None else xp.take(values, perm, axis=0)
         return Keyed(keys, data, x.fill_value, lambda: k.delinearize(keys, perm_shape))
-    ids = k.segment_ids(keys)
-    n_unique = int(to_host(ids[-1:])[0]) + 1  # sync: the number of distinct coordinates
-    starts = k.segment_starts(ids, n_unique)
     unique_keys = xp.take(keys, starts[:-1])
     data = canonical.sum_segments(values, starts, perm, k)
     return Keyed(unique_keys, data, x.fill_value, lambda: k.delinearize(unique_keys, perm_shape))

@@ -139,16 +139,20 @@ def coalesce(x):
         carried = moved is not None and keys.ndim == 1 and payload is not None
         values = payload_values(moved, x.data) if carried else x.data
         perm = None if carried else moved
-        ids = k.segment_ids(keys)
-        n_unique = int(to_host(ids[-1:])[0]) + 1  # sync: size of the output
-        starts = k.segment_starts(ids, n_unique)
-        firsts = starts[:-1]
-        if keys.ndim == 1:
-            coords = k.delinearize(xp.take(keys, firsts), sparse_shape)
+        starts = k.run_starts(keys)  # sync: the size of the output
+        if starts.shape[0] - 1 == x.nnz:  # no duplicates: a permutation only
+            firsts, starts = None, None
         else:
-            source = firsts if perm is None else xp.take(perm, firsts)
+            firsts = starts[:-1]
+        if keys.ndim == 1:
+            coords = k.delinearize(keys if firsts is None else xp.take(keys, firsts), sparse_shape)
+        else:
+            source = firsts if perm is None else perm if firsts is None else xp.take(perm, firsts)
             coords = xp.take(x.coords, source, axis=1)
-        data = sum_segments(values, starts, perm, k)
+        if starts is None:
+            data = values if perm is None else xp.take(values, perm, axis=0)
+        else:
+            data = sum_segments(values, starts, perm, k)
     return COO._from_parts(coords, data, x.shape, x.fill_value, dev, sorted=True, unique=True)
 
 

@@ -247,9 +247,7 @@ def _distinct_sorted_keys(size, nnz, rng, k, xp):
     while keys.shape[0] < nnz:  # draw with repeats, drop them, top up
         draw = rng.integers(0, size, size=nnz + nnz // 8 + 16, dtype=np.int64)
         merged, _ = k.sort_pairs(xp.concatenate([keys, draw]), None, bits)
-        ids = k.segment_ids(merged)
-        n_unique = int(to_host(ids[-1:])[0]) + 1  # sync: how many distinct so far
-        keys = xp.take(merged, k.segment_starts(ids, n_unique)[:-1])
+        keys = xp.take(merged, k.run_starts(merged)[:-1])  # the distinct ones so far
     if keys.shape[0] > nnz:  # a uniform subset of a uniform set is uniform
         chosen = xp.sort(xp.argsort(rng.random(keys.shape[0]))[:nnz])
         keys = xp.take(keys, chosen)

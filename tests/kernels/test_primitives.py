@@ -215,6 +215,9 @@ def test_segment_ids_and_starts(device, k, rng, g, n):
     assert starts.dtype == np.int64 and starts.shape == (n_segments + 1,)
     new = np.flatnonzero(np.diff(expected, prepend=-1))
     np.testing.assert_array_equal(to_host(starts), np.append(new, n))
+    fused = k.run_starts(arg)
+    assert fused.dtype == np.int64 and fused.shape == (n_segments + 1,)
+    np.testing.assert_array_equal(to_host(fused), np.append(new, n))
 
 
 # --------------------------------------------------------------------------

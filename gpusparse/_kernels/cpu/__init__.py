@@ -12,7 +12,7 @@ from gpusparse._kernels.cpu._merge import merge_sorted
 from gpusparse._kernels.cpu._reduce import reduce_by_key
 from gpusparse._kernels.cpu._layout import compress, delinearize, expand, gather, linearize, scatter_dense
 from gpusparse._kernels.cpu._select import bucket_order, copy_segments, segment_search
-from gpusparse._kernels.cpu._segment import segment_ids, segment_reduce, segment_starts, sortedness
+from gpusparse._kernels.cpu._segment import run_starts, segment_ids, segment_reduce, segment_starts, sortedness
 from gpusparse._kernels.cpu._sort import sort_pairs
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "linearize",
     "merge_sorted",
     "reduce_by_key",
+    "run_starts",
     "scatter_dense",
     "segment_ids",
     "segment_reduce",

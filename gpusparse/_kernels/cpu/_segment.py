@@ -99,6 +99,48 @@ def segment_starts(ids, n_segments):
     return out
 
 
+@jit(parallel=True)
+def _run_head_counts(keys, n_chunks, counts):
+    n = keys.shape[1]
+    chunk = (n + n_chunks - 1) // n_chunks
+    for c in prange(n_chunks):
+        lo = c * chunk
+        hi = min(n, lo + chunk)
+        count = 0
+        for i in range(lo, hi):
+            if i == 0 or _compare_lex(keys, i - 1, i) != 0:
+                count += 1
+        counts[c + 1] = count
+
+
+@jit(parallel=True)
+def _run_heads(keys, n_chunks, offsets, out):
+    n = keys.shape[1]
+    chunk = (n + n_chunks - 1) // n_chunks
+    for c in prange(n_chunks):
+        lo = c * chunk
+        hi = min(n, lo + chunk)
+        j = offsets[c]
+        for i in range(lo, hi):
+            if i == 0 or _compare_lex(keys, i - 1, i) != 0:
+                out[j] = i
+                j += 1
+    out[out.size - 1] = n
+
+
+def run_starts(keys):
+    """keys (n,) or (g, n) int64 sorted (lexicographically for 2-D); not validated."""
+    rows = _as_rows(keys)
+    n = rows.shape[1]
+    n_chunks = n_threads() if n >= PARALLEL_MIN else 1
+    offsets = np.zeros(n_chunks + 1, dtype=np.int64)
+    _run_head_counts(rows, n_chunks, offsets)
+    np.cumsum(offsets, out=offsets)
+    out = empty(int(offsets[-1]) + 1, dtype=np.int64)
+    _run_heads(rows, n_chunks, offsets, out)
+    return out
+
+
 # --------------------------------------------------------------------------
 # segment_reduce
 # --------------------------------------------------------------------------

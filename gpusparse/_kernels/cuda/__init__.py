@@ -39,6 +39,7 @@ __all__ = [
     "segment_reduce",
     "segment_search",
     "segment_starts",
+    "run_starts",
     "sort_pairs",
     "sortedness",
     # products (_linalg.py: cuSPARSE, spmm.cu, sddmm.cu)
@@ -255,6 +256,13 @@ def segment_starts(ids, n_segments):
     kernel = get_function("segment", "gs_segment_starts", (ids.dtype,))
     kernel((_blocks(n),), (_THREADS,), (ids, _i64(n), _i64(n_segments), starts))
     return starts
+
+
+def run_starts(keys):
+    """keys (n,) or (g, n) int64 sorted (lexicographically for 2-D); not validated."""
+    ids = segment_ids(keys)
+    n_runs = int(ids[-1]) + 1 if ids.size else 0  # sync: the number of runs
+    return segment_starts(ids, n_runs)
 
 
 def segment_reduce(values, starts, op, perm=None):
