@@ -279,7 +279,7 @@ def test_sparse_mask_errors():
 @given(case=coo_cases(max_ndim=3))
 def test_prune(case):
     x = case.build(CPU)
-    out = masks.prune(x)
+    out = gs.prune(x)
     assert_sparse_equal(out, case.dense())
     data = out.data.reshape(out.nnz, int(np.prod(out.shape[out.sparse_dim:])))
     fill = case.fill_value
@@ -294,7 +294,7 @@ def test_same_on_devices(rng):
         x = gs.fromdense(put(dense, device))
         filled, empty = tf_ops.fill_empty_rows(x, -1.0)
         outs = [filled, tf_ops.reset_shape(x, (6, 6)), tf_ops.retain(x, put(np.arange(x.nnz) % 2 == 0, device)),
-                masks.sparse_mask(put(dense + 1, device), x), masks.prune(x)]
+                masks.sparse_mask(put(dense + 1, device), x), gs.prune(x)]
         for o in outs:
             check_invariants(o)
         return [o.todense() for o in outs] + [empty]

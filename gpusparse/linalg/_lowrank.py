@@ -64,7 +64,6 @@ class _Shifted:
 
     def matmat(self, X):
         """``(A - M) @ X``."""
-        xp = self.xp
         with device_scope(self.device):
             Y = self.op.matmat(X) if self.sparse else self.dense @ X
             if self.M is not None:

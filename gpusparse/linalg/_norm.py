@@ -46,7 +46,6 @@ def _pattern_coo(x, rdtype):
     from gpusparse.ops import canonical, convert
     from gpusparse.ops._linalg_operands import all_sparse, as_coo
     coo = canonical.coalesce(as_coo(all_sparse(x)))
-    xp = xp_for(coo.device)
     with device_scope(coo.device):
         values = (coo.data != 0).astype(rdtype)
     return convert.rebuild(coo, (coo.coords, values), fill_value=rdtype.type(0))
@@ -109,7 +108,6 @@ def _frobenius(x, rdtype):
 
 
 def _matrix_norm(x, ord, axes, rdtype):
-    xp = xp_for(x.device)
     r, c = axes
     if ord in (None, "fro", "f"):
         if x.ndim != 2:

@@ -632,20 +632,17 @@ def concatenate(arrays, axis=0, *, expand_nonconcat_dim=False):
     all_sorted = all(a.sorted for a in coos)
     all_unique = all(a.unique for a in coos)
     with device_scope(dev):
-        coords, datas, offset = [], [], 0
+        datas, offsets, offset = [], [], 0
         for a in coos:
-            c = a.coords
-            if axis < S and offset:
-                c = c.copy()
-                c[axis] += offset
-            coords.append(c)
             datas.append(_pad_block(a, out_shape, S, axis if axis >= S else None, offset, fill, xp))
+            offsets.append(offset)
             offset += a.shape[axis]
         out = None
         if all_sorted and 0 < axis < S:
+            coords = [_shifted(a.coords, axis, off) for a, off in zip(coos, offsets)]
             out = _interleave_sorted(coords, datas, out_shape, axis, fill, dev, all_unique)
         if out is None:
-            coords = xp.concatenate(coords, axis=1)
+            coords = _joined_coords(coos, offsets, axis if axis < S else None, xp)
             data = xp.concatenate(datas, axis=0)
     if out is None:
         if S == 0:  # one block at most: the padded blocks add up
@@ -658,6 +655,32 @@ def concatenate(arrays, axis=0, *, expand_nonconcat_dim=False):
             out = _stable_sort_prefix(out, axis)
     if len(formats) == 1 and arrays[0].format != "coo":
         return _keep_format(arrays[0], out)
+    return out
+
+
+def _shifted(coords, axis, offset):
+    """``coords`` with ``offset`` added along ``axis`` (a copy only when ``offset``)."""
+    if not offset:
+        return coords
+    c = coords.copy()
+    c[axis] += offset
+    return c
+
+
+def _joined_coords(coos, offsets, axis, xp):
+    """The coordinates of ``coos`` side by side, shifted by ``offsets`` along a sparse ``axis``.
+
+    Written once into the output (no shifted copies of the inputs first).
+    """
+    S = coos[0].coords.shape[0]
+    out = xp.empty((S, sum(a.nnz for a in coos)), dtype=np.int64)
+    start = 0
+    for a, off in zip(coos, offsets):
+        stop = start + a.nnz
+        out[:, start:stop] = a.coords
+        if axis is not None and off:
+            out[axis, start:stop] += off
+        start = stop
     return out
 
 

@@ -1,4 +1,4 @@
-"""Masks: dense values at a sparse pattern (sparse_mask), and dropping stored fill values (prune).
+"""Masks: dense values at a sparse pattern (torch's ``sparse_mask``).
 
 See also :func:`gpusparse.ops.tf_ops.retain`, which keeps entries by a flag
 per stored entry.
@@ -15,7 +15,7 @@ from gpusparse._device import array_device, device_scope, kernels_for, to_device
 from gpusparse._dtypes import check_value_dtype, normalize_fill_value
 from gpusparse.ops import canonical, convert
 
-__all__ = ["prune", "sparse_mask"]
+__all__ = ["sparse_mask"]
 
 
 def sparse_mask(dense, mask, *, fill_value=None):
@@ -94,33 +94,3 @@ def _unique_pattern(mask):
     probe = COO._from_parts(mask.coords, ones, mask.shape[: mask.sparse_dim], np.uint8(0), mask.device,
                             sorted=mask.sorted, unique=False)
     return canonical.coalesce(probe)
-
-
-def prune(x):
-    """``x`` without stored entries equal to the fill value (duplicates summed first).
-
-    A hybrid entry is dropped when its whole block equals the fill value;
-    NaN matches a NaN fill value. pydata sparse's ``prune=True``, SciPy's
-    ``eliminate_zeros`` for a zero fill.
-
-    Examples
-    --------
-    >>> import gpusparse as gs
-    >>> x = gs.COO([[0, 1, 1, 2]], [0.0, 2.0, -2.0, 3.0], shape=(3,), device="cpu")
-    >>> y = prune(x)
-    >>> y.coords.tolist(), y.data.tolist()
-    ([[2]], [3.0])
-    """
-    from gpusparse.ops.tf_ops import _keep_entries
-    y = x if x.format != "coo" else canonical.coalesce(x)
-    dev = x.device
-    xp = xp_for(dev)
-    fill = x.fill_value
-    with device_scope(dev):
-        data = y.data.reshape(y.nnz, math.prod(y.shape[y.sparse_dim:]))
-        if fill != fill:
-            same = xp.isnan(data)
-        else:
-            same = data == fill
-        keep = ~same.all(axis=1) if data.shape[1] else xp.zeros(y.nnz, dtype=bool)
-    return _keep_entries(y, keep)

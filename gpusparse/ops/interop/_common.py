@@ -222,3 +222,38 @@ def expand_dense_dims(x):
         data = xp.ascontiguousarray(x.data.reshape(-1))
     return COO._from_parts(coords, data, x.shape, x.fill_value, x.device,
                            sorted=x.sorted, unique=x.unique)
+
+
+def from_scipy_layout(m, copy, peer: str, *, device, rows, xp, again):
+    """Import a SciPy-layout sparse matrix ``m`` (SciPy itself, or cupyx on a GPU).
+
+    CSR/CSC (2-D) share ``indptr``, ``indices`` and ``data``; COO shares
+    ``data`` and stacks ``rows`` (``m``'s per-dimension index arrays) into
+    one ``(ndim, nnz)`` array, a view when they lie back to back; other
+    formats go through ``m.tocsr()`` (``m.tocoo()`` when not 2-D) and
+    ``again``, the public importer. ``copy`` follows :func:`check_copy`.
+    """
+    from gpusparse.containers import COO, CSC, CSR
+    from gpusparse.ops import _validate
+    copy = check_copy(copy)
+    if m.format in ("csr", "csc") and m.ndim == 2:
+        cls = CSR if m.format == "csr" else CSC
+        sources = (m.indptr, m.indices, m.data)
+        out = cls(*sources, shape=tuple(m.shape), device=device)
+        return finish_import(out, sources, copy, peer)
+    if m.format == "coo":
+        coords, fresh = stack_rows(rows, xp)
+        if fresh and coords.size:
+            refuse(copy, f"{peer} COO keeps one index array per dimension, which gpusparse "
+                         "stacks into one (ndim, nnz) array")
+        coords, data, shape, fill, dev = _validate.coo_components(
+            coords, m.data, tuple(m.shape), None, device, True
+        )
+        state = order_state(coords, shape, dev)
+        out = COO._from_parts(coords, data, shape, fill, dev, sorted=state >= 1, unique=state == 2)
+        return finish_import(out, (None if fresh else rows[0], m.data), copy, peer)
+    refuse(copy, f"gpusparse has no {m.ndim}-d {m.format.upper()} format; the matrix is "
+                 "converted through CSR or COO")
+    converted = m.tocsr() if m.ndim == 2 and m.format != "csr" else m.tocoo()
+    return again(converted, copy=True if copy else None)
+

@@ -14,13 +14,11 @@ import numpy as np
 
 from gpusparse.ops.interop._common import (
     check_copy,
-    finish_import,
+    from_scipy_layout,
     loaded,
-    order_state,
     pointer,
     refuse,
     require_zero_fill,
-    stack_rows,
 )
 
 __all__ = ["from_cupyx", "is_cupyx_sparse", "to_cupyx"]
@@ -77,42 +75,11 @@ def from_cupyx(m, *, copy=None):
     """
     if not is_cupyx_sparse(m):
         raise TypeError(f"m must be a cupyx.scipy.sparse matrix or array, got {type(m).__name__}")
-    copy = check_copy(copy)
-    if m.format in ("csr", "csc") and m.ndim == 2:
-        return _from_compressed(m, copy)
-    if m.format == "coo":
-        return _from_coo(m, copy)
-    refuse(copy, f"gpusparse has no {m.ndim}-d {m.format.upper()} format; the matrix is "
-                 "converted through CSR or COO")
-    converted = m.tocsr() if m.ndim == 2 and m.format != "csr" else m.tocoo()
-    return from_cupyx(converted, copy=True if copy else None)
-
-
-def _from_compressed(m, copy):
-    from gpusparse.containers import CSC, CSR
-    cls = CSR if m.format == "csr" else CSC
-    sources = (m.indptr, m.indices, m.data)
-    out = cls(*sources, shape=tuple(m.shape))
-    return finish_import(out, sources, copy, "cupyx")
-
-
-def _from_coo(m, copy):
     import cupy
 
-    from gpusparse.containers import COO
-    from gpusparse.ops import _validate
-    rows = (m.col,) if m.ndim == 1 else (m.row, m.col)  # 1-D arrays keep a zero row
+    rows = ((m.col,) if m.ndim == 1 else (m.row, m.col)) if m.format == "coo" else ()  # 1-D: no row
     with cupy.cuda.Device(m.data.device.id):
-        coords, fresh = stack_rows(rows, cupy)
-    if fresh and coords.size:
-        refuse(copy, "cupyx COO keeps row and col in two arrays, which gpusparse stacks into one "
-                     "(2, nnz) array")
-    coords, data, shape, fill, dev = _validate.coo_components(
-        coords, m.data, tuple(m.shape), None, None, True
-    )
-    state = order_state(coords, shape, dev)
-    out = COO._from_parts(coords, data, shape, fill, dev, sorted=state >= 1, unique=state == 2)
-    return finish_import(out, (None if fresh else rows[0], m.data), copy, "cupyx")
+        return from_scipy_layout(m, copy, "cupyx", device=None, rows=rows, xp=cupy, again=from_cupyx)
 
 
 def to_cupyx(x, *, copy=None, kind="matrix"):

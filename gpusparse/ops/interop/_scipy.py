@@ -14,14 +14,12 @@ import numpy as np
 
 from gpusparse.ops.interop._common import (
     check_copy,
-    finish_import,
+    from_scipy_layout,
     loaded,
-    order_state,
     pointer,
     refuse,
     require_host,
     require_zero_fill,
-    stack_rows,
 )
 
 __all__ = ["from_scipy", "is_scipy_sparse", "to_scipy"]
@@ -76,37 +74,8 @@ def from_scipy(m, *, copy=None):
     """
     if not is_scipy_sparse(m):
         raise TypeError(f"m must be a scipy.sparse array or matrix, got {type(m).__name__}")
-    copy = check_copy(copy)
-    if m.format in ("csr", "csc") and m.ndim == 2:
-        return _from_compressed(m, copy)
-    if m.format == "coo":
-        return _from_coo(m, copy)
-    refuse(copy, f"gpusparse has no {m.ndim}-d {m.format.upper()} format; the matrix is "
-                 "converted through CSR or COO")
-    converted = m.tocsr() if m.ndim == 2 and m.format != "csr" else m.tocoo()
-    return from_scipy(converted, copy=True if copy else None)
-
-
-def _from_compressed(m, copy):
-    from gpusparse.containers import CSC, CSR
-    cls = CSR if m.format == "csr" else CSC
-    sources = (m.indptr, m.indices, m.data)
-    out = cls(*sources, shape=m.shape, device="cpu")
-    return finish_import(out, sources, copy, "SciPy")
-
-
-def _from_coo(m, copy):
-    from gpusparse.containers import COO
-    from gpusparse.ops import _validate
-    rows = _coords_of(m)
-    coords, fresh = stack_rows(rows, np)
-    if fresh and coords.size:
-        refuse(copy, "SciPy COO keeps one index array per dimension, which gpusparse stacks "
-                     "into one (ndim, nnz) array")
-    coords, data, shape, fill, dev = _validate.coo_components(coords, m.data, m.shape, None, "cpu", True)
-    state = order_state(coords, shape, dev)
-    out = COO._from_parts(coords, data, shape, fill, dev, sorted=state >= 1, unique=state == 2)
-    return finish_import(out, (None if fresh else rows[0], m.data), copy, "SciPy")
+    rows = _coords_of(m) if m.format == "coo" else ()
+    return from_scipy_layout(m, copy, "SciPy", device="cpu", rows=rows, xp=np, again=from_scipy)
 
 
 def to_scipy(x, *, copy=None, kind="array"):
