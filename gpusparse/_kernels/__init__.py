@@ -182,10 +182,11 @@ class Primitives(Protocol):
         Writes ``out[keys[i]] = values[i]`` in place; returns None.
         """
 
-    def gather(self, values, index):
-        """values (m, w); index (n,) int64 in [0, m); not validated.
+    def gather(self, values, index, fill=None):
+        """values (m, w); index (n,) int64 in [0, m), or -1 where ``fill`` is given; not validated.
 
-        Returns ``values[index]``, shape (n, w).
+        Returns ``values[index]``, shape (n, w); with a scalar ``fill``, rows
+        whose index is negative hold ``fill`` instead.
         """
 
     def copy_segments(self, values, src_starts, dst_starts, lengths, out, values2=None, out2=None):

@@ -81,21 +81,16 @@ def keys_of_compressed(x, order, k, xp):
                   lambda: xp.stack([majors, x.indices.astype(np.int64)]))
 
 
-def spread(data, index, fill, xp, all_present=False):
-    """``data[index]`` with ``fill`` where ``index`` is -1.
+def spread(data, index, fill, k, xp, all_present=False):
+    """``data[index]`` with ``fill`` where ``index`` is -1 (one gather primitive).
 
-    ``index`` comes from merging: its non-negative entries are
-    ``0, 1, ..., len(data) - 1`` in increasing order, so the rows of
-    ``data`` are spread in order over the positions that hold one, without
-    a gather.
+    ``all_present``: ``index`` has no -1 (an intersection plan).
     """
-    n = index.shape[0]
     if all_present:
         return xp.take(data, index, axis=0)
-    out = xp.full((n,) + data.shape[1:], fill, dtype=data.dtype)
-    if data.shape[0]:
-        out[index >= 0] = data
-    return out
+    n, rest = data.shape[0], data.shape[1:]
+    rows = xp.ascontiguousarray(data).reshape(n, math.prod(rest))
+    return k.gather(rows, index, fill).reshape((index.shape[0],) + rest)
 
 
 def union_by_sort(parts, shape_perm, k, xp):
@@ -134,21 +129,7 @@ def permuted(x, order, xp):
 
 
 def unravel(keys, shape, k, xp):
-    """Coordinates ``(len(shape), n)`` of linear keys.
-
-    One array-module ``divmod`` per dimension (NumPy divides by a scalar
-    with precomputed multipliers, several times faster than a division
-    per element); shapes beyond int64 never reach here.
-    """
-    n = keys.shape[0]
+    """Coordinates ``(len(shape), n)`` of linear keys (``delinearize``; 1-D: a view)."""
     if len(shape) == 1:
         return keys.reshape(1, -1)
-    if any(d == 0 for d in shape):
-        return k.delinearize(keys, shape)
-    coords = xp.empty((len(shape), n), dtype=np.int64)
-    rest = keys
-    for d in range(len(shape) - 1, 0, -1):
-        quotient = coords[0] if d == 1 else xp.empty(n, dtype=np.int64)
-        xp.divmod(rest, shape[d], out=(quotient, coords[d]))
-        rest = quotient
-    return coords
+    return k.delinearize(keys, shape)

@@ -463,7 +463,7 @@ def _merge_plan(part, dfunc, operands, kwargs, fills, shape, prefix, order, k, x
         if maps is None:
             maps = [left, right]
         else:
-            maps = [spread(m, left, -1, xp, how == "intersection") for m in maps] + [right]
+            maps = [spread(m, left, -1, k, xp, how == "intersection") for m in maps] + [right]
         out_keys = merged
     if maps is None:
         maps = [xp.arange(out_keys.shape[0], dtype=np.int64)]
@@ -510,7 +510,7 @@ def _sparse_result(func, dfunc, operands, kwargs, shape, fills, dtypes, dev, kee
 
     coalesced, coords, maps, present = _merge_plan(part, dfunc, operands, kwargs, fills, shape,
                                                    prefix, order, k, xp)
-    values = [spread(y.data, m, y.fill_value, xp, p)
+    values = [spread(y.data, m, y.fill_value, k, xp, p)
               for y, m, p in zip(coalesced, maps, present)]
     inv = list(np.argsort(order))
     natural = coords if order == tuple(range(prefix)) else xp.ascontiguousarray(coords[inv])

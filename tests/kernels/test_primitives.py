@@ -399,3 +399,16 @@ def test_gather(device, k, rng, dtype):
         got = k.gather(put(values, device), put(index, device))
         assert got.dtype == dtype and got.shape == (n, width)
         np.testing.assert_array_equal(to_host(got), values[index])
+
+
+@pytest.mark.parametrize("dtype", VALUE_DTYPES, ids=dtype_id)
+def test_gather_with_fill(device, k, rng, dtype):
+    fill = _random_values(rng, (1,), dtype)[0]
+    for width, m, n in [(1, 10, 4), (3, 50, 80), (0, 5, 3), (2, 0, 5), (1, 1000, 70000)]:
+        values = _random_values(rng, (m, width), dtype)
+        index = rng.integers(-1, m, size=n, dtype=np.int64) if m else np.full(n, -1, np.int64)
+        got = k.gather(put(values, device), put(index, device), fill)
+        expected = np.full((n, width), fill, dtype=dtype)
+        expected[index >= 0] = values[index[index >= 0]]
+        assert got.dtype == dtype and got.shape == (n, width)
+        np.testing.assert_array_equal(to_host(got), expected)

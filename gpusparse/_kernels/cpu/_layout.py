@@ -142,12 +142,32 @@ def scatter_dense(keys, values, out):
 
 @jit(parallel=True)
 def _gather_rows(values, index, out):
+    w = values.shape[1]
     for i in prange(index.size):
-        out[i, :] = values[index[i], :]
+        r = index[i]
+        for c in range(w):
+            out[i, c] = values[r, c]
 
 
-def gather(values, index):
-    """values (m, w); index (n,) int64 in [0, m); not validated."""
+@jit(parallel=True)
+def _gather_rows_or_fill(values, index, fill, out):
+    w = values.shape[1]
+    for i in prange(index.size):
+        r = index[i]
+        if r >= 0:
+            for c in range(w):
+                out[i, c] = values[r, c]
+        else:
+            for c in range(w):
+                out[i, c] = fill[c]
+
+
+def gather(values, index, fill=None):
+    """values (m, w); index (n,) int64 in [0, m), or -1 where ``fill`` is given; not validated."""
     out = empty((index.size, values.shape[1]), dtype=values.dtype)
-    _gather_rows(_move_kind(values), index, _move_kind(out))
+    if fill is None:
+        _gather_rows(_move_kind(values), index, _move_kind(out))
+    else:
+        row = np.full(values.shape[1], fill, dtype=values.dtype)
+        _gather_rows_or_fill(_move_kind(values), index, _move_kind(row), _move_kind(out))
     return out

@@ -87,18 +87,18 @@ def _write_union(a, b, i, i_end, j, j_end, out, keys, ia, ib):
 
 
 @jit()
-def _write_intersection(a, b, i, i_end, j, j_end, out, limit, keys, ia, ib):
-    # Every step writes at n and advances n only on a match; the write is
-    # skipped at n == limit, where the next chunk's outputs begin.
+def _write_intersection(a, b, i, i_end, j, j_end, out, keys, ia, ib):
+    # The walk of _count_matches, writing on a match (a branch taken once
+    # per output, so it costs little whether matches are rare or common).
     n = out
     while i < i_end and j < j_end:
         x = a[i]
         y = b[j]
-        if n < limit:
+        if x == y:
             keys[n] = x
             ia[n] = i
             ib[n] = j
-        n += x == y
+            n += 1
         i += x <= y
         j += y <= x
 
@@ -116,7 +116,7 @@ def _write_chunk(a, b, how, bounds, offsets, keys, ia, ib, c):
     if how == 0:
         _write_union(a, b, i, i_end, j, j_end, offsets[c], keys, ia, ib)
     else:
-        _write_intersection(a, b, i, i_end, j, j_end, offsets[c], offsets[c + 1], keys, ia, ib)
+        _write_intersection(a, b, i, i_end, j, j_end, offsets[c], keys, ia, ib)
 
 
 @jit(parallel=True)

@@ -385,10 +385,16 @@ def scatter_dense(keys, values, out):
     return None
 
 
-def gather(values, index):
-    """values (m, w); index (n,) int64 in [0, m); not validated."""
+def gather(values, index, fill=None):
+    """values (m, w); index (n,) int64 in [0, m), or -1 where ``fill`` is given; not validated."""
     values = cupy.ascontiguousarray(cupy.asarray(values))
     index = cupy.ascontiguousarray(cupy.asarray(index, dtype=_I64))
+    if fill is not None:  # rows of index -1 take the fill: gather row 0 there, then overwrite
+        missing = index < 0
+        out = gather(values, cupy.where(missing, 0, index)) if values.shape[0] else \
+            cupy.empty((index.size, values.shape[1]), dtype=values.dtype)
+        out[missing] = fill
+        return out
     n = index.size
     out = cupy.empty((n, values.shape[1]), dtype=values.dtype)
     if n == 0 or out.size == 0:
