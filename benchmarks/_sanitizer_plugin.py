@@ -9,11 +9,11 @@ bounds memcheck knows. Loaded by ``benchmarks.gpu_report`` with
 
 from __future__ import annotations
 
+import contextlib
+
 
 def pytest_configure(config):
-    try:
+    with contextlib.suppress(Exception):  # no CuPy or no GPU: nothing to switch off
         import cupy
         cupy.cuda.set_allocator(None)
         cupy.cuda.set_pinned_memory_allocator(None)
-    except Exception:  # no CuPy or no GPU: nothing to switch off
-        pass

@@ -38,7 +38,8 @@ import math
 import statistics
 import time
 
-__all__ = ["Timing", "call_once", "copy_bandwidth", "synchronize", "time_call", "time_interleaved"]
+__all__ = ["Timing", "call_once", "copy_bandwidth", "free_memory", "synchronize", "time_call",
+           "time_interleaved"]
 
 MIN_REPEATS = 3
 MAX_REPEATS = 10_000
@@ -67,6 +68,24 @@ def synchronize(device: str) -> None:
     if _is_cuda(device):
         import cupy
         cupy.cuda.Device().synchronize()
+
+
+def free_memory(device: str) -> None:
+    """Wait for ``device`` and give the memory pooled by CuPy and torch back (a no-op on the CPU).
+
+    Called after every implementation, so that one peer's cached blocks do
+    not crowd out the next one.
+    """
+    if not _is_cuda(device):
+        return
+    import sys
+
+    import cupy
+    synchronize(device)
+    cupy.get_default_memory_pool().free_all_blocks()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 class _Clock:

@@ -48,23 +48,30 @@ also as a fraction of the copy bandwidth measured in the same run.
 
 Examples
 --------
->>> from benchmarks import Context
->>> ctx = Context(device="cpu", quick=True, target_s=0.001, log=lambda m: None, size=256)
->>> rows = list(run(ctx))
->>> {r["status"] for r in rows if r["impl"] == "gpusparse"}
-{'ok'}
+>>> from benchmarks._report import smoke
+>>> smoke(run, size=256)
+'gpusparse ok in 12 of 12 cases'
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
-import os
+import functools
 
 import numpy as np
 
-from benchmarks import _models
-from benchmarks._timing import call_once, copy_bandwidth, synchronize, time_call, time_interleaved
+from benchmarks import _models, _report
+from benchmarks._report import (
+    Skip,
+    as_2d,
+    delinearize,
+    host,
+    linearize,
+    ms,
+    need,
+    opt,
+    when_ok,
+)
 
 __all__ = ["details", "run", "summarize"]
 
@@ -81,22 +88,6 @@ SEED = 20240601
 # inputs and the oracle
 # --------------------------------------------------------------------------
 
-def _linearize(coords, shape, xp):
-    keys = xp.zeros(coords.shape[1], dtype=xp.int64)
-    for k, n in enumerate(shape):
-        keys *= n
-        keys += coords[k]
-    return keys
-
-
-def _delinearize(keys, shape, xp):
-    out = xp.empty((len(shape), keys.size), dtype=xp.int64)
-    for k in reversed(range(len(shape))):
-        out[k] = keys % shape[k]
-        keys = keys // shape[k]
-    return out
-
-
 def _argsort(keys, xp):
     if xp.__name__ == "numpy":
         return np.argsort(keys, kind="stable")
@@ -111,15 +102,15 @@ def _make_coords(shape, k, order, xp):
     """``(d, k')`` int64 coordinates on the device of ``xp`` for one order."""
     rng = np.random.default_rng([SEED, len(shape), k, ORDERS.index(order)])
     if order == "coalesced":
-        keys = xp.unique(_linearize(xp.asarray(_random_coords(rng, shape, k)), shape, xp))
-        return _delinearize(keys, shape, xp)
+        keys = xp.unique(linearize(xp.asarray(_random_coords(rng, shape, k)), shape, xp))
+        return delinearize(keys, shape, xp)
     base = _random_coords(rng, shape, k - k // 2)
     copies = base[:, rng.integers(0, base.shape[1], k // 2)]
     coords = np.concatenate([base, copies], axis=1)
     del base, copies
     coords = xp.asarray(np.ascontiguousarray(coords[:, rng.permutation(k)]))
     if order == "sorted":
-        coords = xp.ascontiguousarray(coords[:, _argsort(_linearize(coords, shape, xp), xp)])
+        coords = xp.ascontiguousarray(coords[:, _argsort(linearize(coords, shape, xp), xp)])
     return coords
 
 
@@ -148,35 +139,37 @@ class _Case:
         return int(self.ref_keys.size)
 
 
-def _host(arr) -> np.ndarray:
-    return arr.get() if hasattr(arr, "get") else np.asarray(arr)
-
-
 def _cases(ctx, k):
     """Yield every case; inputs are built once per shape and order."""
     xp = ctx.xp
     for label, shape in SHAPES.items():
         for order in ORDERS:
             coords = _make_coords(shape, k, order, xp)
-            keys = _linearize(coords, shape, xp)
+            keys = linearize(coords, shape, xp)
             unique, inverse = xp.unique(keys, return_inverse=True)
-            ref_keys = _host(unique)
+            ref_keys = host(unique)
             n = coords.shape[1]
             base = np.random.default_rng([SEED, n]).random(n) + 0.5
             for dtype in DTYPES:
                 data = xp.asarray(base.astype(dtype))
                 sums = xp.bincount(inverse.ravel(), weights=data.astype(xp.float64), minlength=unique.size)
-                yield _Case(label, shape, order, dtype, coords, data, keys, ref_keys, _host(sums))
+                yield _Case(label, shape, order, dtype, coords, data, keys, ref_keys, host(sums))
             del coords, keys, unique, inverse
 
 
-def _check(keys, values, case, must_be_sorted):
-    """None if ``(keys, values)`` is the coalesced input, else what differs."""
-    keys, values = _host(keys).astype(np.int64, copy=False), _host(values)
+def _check(case, got, row):
+    """None if ``got``, a result's ``(keys, values)``, is the coalesced input, else what differs.
+
+    gpusparse's result must be sorted, a peer's may come in any order; the
+    sort references compute something else and are not checked.
+    """
+    if row["kind"] == "reference":
+        return None
+    keys, values = host(got[0]).astype(np.int64, copy=False), host(got[1])
     if keys.size != case.u:
         return f"{keys.size} unique entries, expected {case.u}"
     if keys.size > 1 and not bool((keys[1:] > keys[:-1]).all()):
-        if must_be_sorted:
+        if row["kind"] == "ours":
             return "output not sorted and unique"
         order = np.argsort(keys, kind="stable")
         keys, values = keys[order], values[order]
@@ -191,31 +184,8 @@ def _check(keys, values, case, must_be_sorted):
 
 
 # --------------------------------------------------------------------------
-# implementations: each returns (fn, result) or raises _Skip
+# implementations: each returns (fn, result) or raises Skip
 # --------------------------------------------------------------------------
-
-class _Skip(Exception):
-    """The implementation is unavailable here; the message says why."""
-
-
-def _as_2d(coords, shape):
-    """Rows, columns and 2-D shape of the row-major reshape (split at d // 2)."""
-    d = len(shape)
-    if d == 2:
-        return coords[0], coords[1], shape
-    h = d // 2
-    xp = _xp_of(coords)
-    rows = _linearize(coords[:h], shape[:h], xp)
-    cols = _linearize(coords[h:], shape[h:], xp)
-    return rows, cols, (math.prod(shape[:h]), math.prod(shape[h:]))
-
-
-def _xp_of(arr):
-    if isinstance(arr, np.ndarray):
-        return np
-    import cupy
-    return cupy
-
 
 def _impl_gpusparse(case, ctx):
     import gpusparse as gs
@@ -224,19 +194,16 @@ def _impl_gpusparse(case, ctx):
         return gs.COO(case.coords, case.data, case.shape, check=False).coalesce()
 
     def result(y):
-        return _linearize(_host(y.coords), case.shape, np), y.data
+        return linearize(host(y.coords), case.shape, np), y.data
 
     return fn, result
 
 
 def _impl_scipy(case, ctx):
-    try:
-        import scipy.sparse as sp
-    except ImportError as exc:
-        raise _Skip(f"scipy not importable ({exc})") from None
+    sp = need("scipy.sparse", "scipy")
 
     def fn():
-        rows, cols, shape2 = _as_2d(case.coords, case.shape)
+        rows, cols, shape2 = as_2d(case.coords, case.shape)
         return sp.coo_array((case.data, (rows, cols)), shape=shape2).tocsr()
 
     def result(m):
@@ -247,33 +214,22 @@ def _impl_scipy(case, ctx):
 
 
 def _impl_pydata(case, ctx):
-    try:
-        import sparse
-    except ImportError as exc:
-        raise _Skip(f"pydata sparse not importable ({exc})") from None
+    sparse = need("sparse", "pydata sparse")
 
     def fn():
         return sparse.COO(case.coords, case.data, shape=case.shape, has_duplicates=True, sorted=False)
 
     def result(s):
-        return _linearize(s.coords.astype(np.int64), case.shape, np), s.data
+        return linearize(s.coords.astype(np.int64), case.shape, np), s.data
 
     return fn, result
 
 
-def _import_torch():
-    try:
-        import torch
-    except ImportError as exc:
-        raise _Skip(f"torch not importable ({exc})") from None
-    return torch
-
-
 def _impl_torch(case, ctx):
-    torch = _import_torch()
+    torch = need("torch")
     if ctx.is_cuda:
         if not torch.cuda.is_available():
-            raise _Skip("torch has no CUDA")
+            raise Skip("torch has no CUDA")
         indices, values = torch.from_dlpack(case.coords), torch.from_dlpack(case.data)
     else:
         indices, values = torch.from_numpy(case.coords), torch.from_numpy(case.data)
@@ -283,26 +239,23 @@ def _impl_torch(case, ctx):
 
     def result(t):
         coords = t.indices().cpu().numpy()
-        return _linearize(coords, case.shape, np), t.values().cpu().numpy()
+        return linearize(coords, case.shape, np), t.values().cpu().numpy()
 
     return fn, result
 
 
 def _impl_cupyx(case, ctx):
-    try:
-        import cupyx.scipy.sparse as csp
-    except ImportError as exc:
-        raise _Skip(f"cupyx not importable ({exc})") from None
+    csp = need("cupyx.scipy.sparse", "cupyx")
 
     def fn():
-        rows, cols, shape2 = _as_2d(case.coords, case.shape)
+        rows, cols, shape2 = as_2d(case.coords, case.shape, ctx.xp)
         m = csp.coo_matrix((case.data, (rows, cols)), shape=shape2)
         m.sum_duplicates()
         return m
 
     def result(m):
-        rows, cols = _host(m.row).astype(np.int64), _host(m.col).astype(np.int64)
-        return rows * m.shape[1] + cols, _host(m.data)
+        rows, cols = host(m.row).astype(np.int64), host(m.col).astype(np.int64)
+        return rows * m.shape[1] + cols, host(m.data)
 
     return fn, result
 
@@ -326,89 +279,19 @@ def _implementations(ctx):
 # running
 # --------------------------------------------------------------------------
 
-def _free(ctx):
-    if not ctx.is_cuda:
-        return
-    import sys
-
-    import cupy
-    synchronize(ctx.device)
-    cupy.get_default_memory_pool().free_all_blocks()
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_available():
-        torch.cuda.empty_cache()
-
-
-def _error_text(exc) -> str:
-    text = f"{type(exc).__name__}: {exc}"
-    return text if len(text) <= 300 else text[:297] + "..."
-
-
-def _first_call(name, kind, factory, case, ctx):
-    """Row and callable of one implementation: the first call, timed and checked.
-
-    The callable is None when the implementation is skipped, fails or
-    computes something else; the row says which.
-    """
-    row = {"impl": name, "kind": kind, "status": "ok"}
-    fn = None
-    try:
-        fn, result = factory(case, ctx)
-        out, row["first_call_s"] = call_once(fn, ctx.device)
-        if result is not None:
-            problem = _check(*result(out), case, must_be_sorted=(kind == "ours"))
-            if problem:
-                row.update(status="mismatch", error=problem)
-                fn = None
-        del out
-    except _Skip as exc:
-        row.update(status="skipped", error=str(exc))
-        fn = None
-    except Exception as exc:  # a failing implementation is a result, not a crash
-        row.update(status="error", error=_error_text(exc))
-        fn = None
-    finally:
-        _free(ctx)
-    return row, fn
-
-
-def _time_all(fns, rows, ctx):
-    """Time the checked callables in alternation (one by one if that fails)."""
-    try:
-        timings = time_interleaved(fns, ctx.device, target_s=ctx.target_s, warmed=True)
-    except Exception:  # e.g. out of memory with every peer's pool held at once
-        _free(ctx)
-        timings = {}
-        for name, fn in fns.items():
-            try:
-                timings[name] = time_call(fn, ctx.device, target_s=ctx.target_s, warmed=True)
-            except Exception as exc:
-                rows[name].update(status="error", error=_error_text(exc))
-            finally:
-                _free(ctx)
-    for name, timing in timings.items():
-        rows[name].update(timing.as_dict())
-    _free(ctx)
-
-
-def _add_rates(row, case, copy_gb_s):
-    if "median_s" not in row:
-        return
-    t = row["median_s"]
+def _add_rates(case, row, t):
     row["entries_per_s"] = case.k / t
     if row["kind"] == "reference":
         return
     d, v = len(case.shape), np.dtype(case.dtype).itemsize
     floor = _models.coalesce_floor_bytes(case.k, case.u, d, INDEX_BYTES, v)
     row["floor_bytes"] = floor
-    row["gb_s_floor"] = floor / t / 1e9
-    row["pct_copy_floor"] = 100 * row["gb_s_floor"] / copy_gb_s
+    _report.add_bandwidth(row, floor, t)
     if case.order == "shuffled":
         model = _models.coalesce_sort_bytes(case.k, case.u, d, INDEX_BYTES, v,
                                             _models.key_bits(case.shape))
         row["sort_model_bytes"] = model
-        row["gb_s_sort_model"] = model / t / 1e9
-        row["pct_copy_sort_model"] = 100 * row["gb_s_sort_model"] / copy_gb_s
+        _report.add_bandwidth(row, model, t, suffix="_sort_model")
 
 
 def run(ctx):
@@ -418,118 +301,41 @@ def run(ctx):
     """
     k = getattr(ctx, "size", None) or SIZES[(ctx.is_cuda, ctx.quick)]
     copies = {}
+    describe = functools.partial(_report.progress, case_width=22, impl_width=14, entries=True)
     for case in _cases(ctx, k):
         d, v = len(case.shape), np.dtype(case.dtype).itemsize
-        in_bytes = case.k * (d * INDEX_BYTES + v)
-        if in_bytes not in copies:
-            copies[in_bytes] = copy_bandwidth(in_bytes, ctx.xp, device=ctx.device,
-                                              target_s=min(ctx.target_s, 0.5))
-        copy = copies[in_bytes]
-        rows, fns = {}, {}
-        for name, factory, kind in _implementations(ctx):
-            row = {"bench": NAME, "case": case.name, "shape": list(case.shape),
-                   "shape_label": case.shape_label, "order": case.order, "dtype": case.dtype,
-                   "entries": case.k, "unique": case.u, "copy_gb_s": copy["gb_s"]}
-            result, fn = _first_call(name, kind, factory, case, ctx)
-            rows[name] = {**row, **result}
-            if fn is not None:
-                fns[name] = fn
-        _time_all(fns, rows, ctx)
-        ours = rows.get("gpusparse", {}).get("median_s")
-        for row in rows.values():
-            row["load_1min"] = _load()
-            _add_rates(row, case, copy["gb_s"])
-            if row["kind"] != "ours" and ours and "median_s" in row:
-                row["speedup"] = row["median_s"] / ours
-            ctx.log(_progress(row))
-            yield row
-
-
-def _load():
-    try:
-        return round(os.getloadavg()[0], 2)
-    except OSError:
-        return None
-
-
-def _progress(row) -> str:
-    head = f"{row['bench']} {row['case']:<22} {row['impl']:<14}"
-    if row["status"] != "ok":
-        return f"{head} {row['status']}: {row.get('error', '')}"
-    text = f"{head} {row['median_s'] * 1e3:10.2f} ms  {row['entries_per_s'] / 1e6:8.1f} M/s"
-    if "pct_copy_floor" in row:
-        text += f"  {row['gb_s_floor']:7.2f} GB/s floor ({row['pct_copy_floor']:.0f}% copy)"
-    if "speedup" in row:
-        text += f"  speedup {row['speedup']:.2f}"
-    return text
+        base = {"bench": NAME, "case": case.name, "shape": list(case.shape),
+                "shape_label": case.shape_label, "order": case.order, "dtype": case.dtype,
+                "entries": case.k, "unique": case.u,
+                "copy_gb_s": _report.copy_gb_s(ctx, case.k * (d * INDEX_BYTES + v), copies)}
+        yield from _report.run_case(ctx, case, base, _implementations(ctx), _check, describe, _add_rates)
 
 
 # --------------------------------------------------------------------------
 # Markdown
 # --------------------------------------------------------------------------
 
-def _ms(seconds) -> str:
-    return "—" if seconds is None else f"{seconds * 1e3:.3g} ms" if seconds < 1 else f"{seconds:.3g} s"
-
-
-def _cell(row) -> str:
-    if row is None:
-        return ""
-    if row["status"] != "ok":
-        return row["status"]
-    if "speedup" in row:
-        return f"{row['speedup']:.2f} ({_ms(row['median_s'])})"
-    return _ms(row["median_s"])
-
-
 def summarize(rows) -> str:
     """A Markdown table with one line per case and one column per peer."""
-    cases, peers = {}, []
-    for row in rows:
-        cases.setdefault(row["case"], {})[row["impl"]] = row
-        if row["impl"] != "gpusparse" and row["impl"] not in peers:
-            peers.append(row["impl"])
-    head = ["case", "entries", "unique", "gpusparse", "M entries/s", "GB/s floor",
-            "% copy", "first call"] + peers
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for name, impls in cases.items():
-        ours = impls.get("gpusparse", {})
-        first = next(iter(impls.values()))
-        ok = ours.get("status") == "ok"
-        cells = [name, f"{first['entries']:,}", f"{first['unique']:,}",
-                 _ms(ours["median_s"]) if ok else ours.get("status", ""),
-                 f"{ours['entries_per_s'] / 1e6:.1f}" if ok else "",
-                 f"{ours['gb_s_floor']:.2f}" if ok else "",
-                 f"{ours['pct_copy_floor']:.0f}" if ok else "",
-                 _ms(ours.get("first_call_s"))]
-        cells += [_cell(impls.get(p)) for p in peers]
-        lines.append("| " + " | ".join(cells) + " |")
-    lines.append("")
-    lines.append("Peer columns: peer time / gpusparse time (above 1: gpusparse is faster), "
-                 "the peer's median in parentheses. `*.argsort` sorts the precomputed linear "
-                 "keys only (a sort floor, not a coalesce). GB/s floor counts "
-                 "`k(dI+V) + u(dI+V)` bytes; % copy relates it to `dst[...] = src` of the input "
-                 "bytes measured in the same run.")
-    return "\n".join(lines)
+    return _report.summary_table(
+        rows, [("entries", lambda r: f"{r['entries']:,}"), ("unique", lambda r: f"{r['unique']:,}")],
+        [("M entries/s", lambda r: f"{r['entries_per_s'] / 1e6:.1f}"),
+         ("GB/s floor", lambda r: f"{r['gb_s_floor']:.2f}"), ("% copy", lambda r: f"{r['pct_copy_floor']:.0f}")],
+        "Peer columns: peer time / gpusparse time (above 1: gpusparse is faster), "
+        "the peer's median in parentheses. `*.argsort` sorts the precomputed linear "
+        "keys only (a sort floor, not a coalesce). GB/s floor counts "
+        "`k(dI+V) + u(dI+V)` bytes; % copy relates it to `dst[...] = src` of the input "
+        "bytes measured in the same run.")
 
 
 def details(rows) -> str:
     """A Markdown table with every row."""
-    head = ["case", "impl", "status", "median", "min", "first call", "repeats", "M entries/s",
-            "GB/s floor", "% copy", "GB/s sort model", "% copy (sort)", "speedup", "note"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-
-    def f(row, key, fmt):
-        return fmt.format(row[key]) if key in row else ""
-
-    for r in rows:
-        ok = r["status"] == "ok"
-        cells = [r["case"], r["impl"], r["status"], _ms(r["median_s"]) if ok else "",
-                 _ms(r["min_s"]) if ok else "",
-                 _ms(r["first_call_s"]) if "first_call_s" in r else "", f(r, "repeats", "{}"),
-                 f"{r['entries_per_s'] / 1e6:.1f}" if ok else "",
-                 f(r, "gb_s_floor", "{:.2f}"), f(r, "pct_copy_floor", "{:.0f}"),
-                 f(r, "gb_s_sort_model", "{:.2f}"), f(r, "pct_copy_sort_model", "{:.0f}"),
-                 f(r, "speedup", "{:.2f}"), str(r.get("error", "")).replace("|", "/")]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return _report.details_table(rows, [
+        *_report.LEAD_COLUMNS, ("first call", opt("first_call_s", ms)), ("repeats", opt("repeats")),
+        ("M entries/s", when_ok(lambda r: f"{r['entries_per_s'] / 1e6:.1f}")),
+        ("GB/s floor", opt("gb_s_floor", "{:.2f}".format)), ("% copy", opt("pct_copy_floor", "{:.0f}".format)),
+        ("GB/s sort model", opt("gb_s_sort_model", "{:.2f}".format)),
+        ("% copy (sort)", opt("pct_copy_sort_model", "{:.0f}".format)),
+        ("speedup", opt("speedup", "{:.2f}".format)),
+        ("note", lambda r: str(r.get("error", "")).replace("|", "/")),
+    ])

@@ -26,22 +26,19 @@ The machinery (inputs, checks, rows) is shared with ``bench_manipulation``.
 
 Examples
 --------
->>> from benchmarks import Context
->>> ctx = Context(device="cpu", quick=True, target_s=0.001, log=lambda m: None, size=512)
->>> rows = list(run(ctx))
->>> {r["status"] for r in rows if r["impl"] == "gpusparse"}
-{'ok'}
+>>> from benchmarks._report import smoke
+>>> smoke(run, size=512)
+'gpusparse ok in 6 of 6 cases'
 """
 
 from __future__ import annotations
 
-import os
-import sys
+import functools
 import warnings
 
 import numpy as np
 
-from benchmarks._timing import call_once, synchronize, time_call
+from benchmarks._report import Skip, host, need, progress, run_sequential, summary_table
 
 __all__ = ["run", "summarize"]
 
@@ -84,41 +81,28 @@ class Inputs:
         return self._peers[name]
 
 
-class Skip(Exception):
-    """The implementation is unavailable here; the message says why."""
-
-
-def _import(name):
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return __import__(name, fromlist=["_"])
-    except ImportError as exc:
-        raise Skip(f"{name} not importable ({exc})") from None
-
-
 def _build_peer(name, inp):
     shape = (inp.n, inp.n)
     if name.startswith("scipy"):
-        sp = _import("scipy.sparse")
-        m = sp.csr_array((_host(inp.values), (_host(inp.rows), _host(inp.cols))), shape=shape)
+        sp = need("scipy.sparse")
+        m = sp.csr_array((host(inp.values), (host(inp.rows), host(inp.cols))), shape=shape)
         return m if name == "scipy_csr" else m.tocsc() if name == "scipy_csc" else m.tocoo()
     if name.startswith("cupyx"):
-        csp = _import("cupyx.scipy.sparse")
+        csp = need("cupyx.scipy.sparse")
         m = csp.csr_matrix((inp.values, (inp.rows, inp.cols)), shape=shape)
         return m if name == "cupyx_csr" else m.tocsc()
     if name == "pydata":
-        sparse = _import("sparse")
-        return sparse.COO(_host(inp.coords), _host(inp.values), shape=shape, has_duplicates=False,
+        sparse = need("sparse")
+        return sparse.COO(host(inp.coords), host(inp.values), shape=shape, has_duplicates=False,
                           sorted=True)
     if name == "torch":
-        torch = _import("torch")
+        torch = need("torch")
         if inp.ctx.is_cuda:
             if not torch.cuda.is_available():
                 raise Skip("torch has no CUDA")
             idx, val = torch.from_dlpack(inp.coords), torch.from_dlpack(inp.values)
         else:
-            idx, val = torch.from_numpy(_host(inp.coords)), torch.from_numpy(_host(inp.values))
+            idx, val = torch.from_numpy(host(inp.coords)), torch.from_numpy(host(inp.values))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return torch.sparse_coo_tensor(idx, val, shape, check_invariants=False).coalesce()
@@ -126,40 +110,32 @@ def _build_peer(name, inp):
 
 
 def torch_index(inp, arr):
-    torch = _import("torch")
-    return torch.from_dlpack(arr) if inp.ctx.is_cuda else torch.from_numpy(_host(arr))
+    torch = need("torch")
+    return torch.from_dlpack(arr) if inp.ctx.is_cuda else torch.from_numpy(host(arr))
 
 
 # --------------------------------------------------------------------------
 # Results in one canonical form, for the checks
 # --------------------------------------------------------------------------
 
-def _host(arr):
-    if hasattr(arr, "get"):
-        return arr.get()
-    if type(arr).__module__.startswith("torch"):
-        return arr.detach().cpu().numpy()
-    return np.asarray(arr)
-
-
 def canonical(obj):
     """``(shape, coords (d, u) sorted row-major, values)`` on the host, duplicates summed."""
     import gpusparse as gs
     if isinstance(obj, gs.SparseArray):
         c = obj.tocoo().coalesce()
-        return tuple(c.shape), _host(c.coords), _host(c.data)
+        return tuple(c.shape), host(c.coords), host(c.data)
     mod = type(obj).__module__
     if mod.startswith("torch"):
         if obj.layout != __import__("torch").sparse_coo:
             obj = obj.to_sparse_coo()
         obj = obj.coalesce()
-        return tuple(obj.shape), _host(obj.indices()), _host(obj.values())
+        return tuple(obj.shape), host(obj.indices()), host(obj.values())
     if mod.startswith("sparse"):
         coords, data = np.asarray(obj.coords, dtype=np.int64), np.asarray(obj.data)
     else:  # scipy / cupyx matrices and arrays
         c = obj.tocoo()
-        coords = np.stack([_host(c.row), _host(c.col)]).astype(np.int64)
-        data = _host(c.data)
+        coords = np.stack([host(c.row), host(c.col)]).astype(np.int64)
+        data = host(c.data)
     order = np.lexsort(coords[::-1]) if coords.shape[0] else np.arange(coords.shape[1])
     coords, data = coords[:, order], data[order]
     if coords.shape[1] > 1:
@@ -172,7 +148,7 @@ def canonical(obj):
     return tuple(obj.shape), coords, data
 
 
-def compare(got, expected) -> "str | None":
+def compare(got, expected) -> str | None:
     """None when two canonical results agree, else what differs."""
     (s1, c1, v1), (s2, c2, v2) = got, expected
     if s1 != s2:
@@ -188,80 +164,44 @@ def compare(got, expected) -> "str | None":
 # Running cases
 # --------------------------------------------------------------------------
 
-def free(ctx):
-    if not ctx.is_cuda:
-        return
-    import cupy
-    synchronize(ctx.device)
-    cupy.get_default_memory_pool().free_all_blocks()
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_available():
-        torch.cuda.empty_cache()
+def _against_first():
+    """A check (:func:`benchmarks._report.measure`) of canonical results against the first one, gpusparse's.
+
+    It records ``out_entries`` in every row.
+    """
+    first = []
+
+    def check(got, row):
+        row["out_entries"] = int(got[1].shape[1])
+        if not first:
+            first.append(got)
+            return None
+        return compare(got, first[0])
+
+    return check
 
 
-def _error_text(exc) -> str:
-    text = f"{type(exc).__name__}: {exc}"
-    return text if len(text) <= 300 else text[:297] + "..."
+def _canonical_of(factory, inp):
+    return factory(inp), canonical
 
 
-def _load():
-    try:
-        return round(os.getloadavg()[0], 2)
-    except OSError:
-        return None
+def _entries_per_s(k, row, t):
+    row["entries_per_s"] = k / t
 
 
 def run_cases(ctx, bench, cases, inp):
     """Yield rows for ``cases``: ``(case, [(impl, kind, factory)], extra)``; the first impl is gpusparse.
 
-    ``factory(inp)`` returns a callable (or raises :class:`Skip`). Each
-    peer's first result is checked against gpusparse's before timing.
+    ``factory(inp)`` returns a callable (or raises :class:`benchmarks._report.Skip`).
+    Each peer's first result is checked against gpusparse's before timing.
     """
+    describe = functools.partial(progress, case_width=24, impl_width=10)
+    rates = functools.partial(_entries_per_s, inp.k)
     for case, impls, extra in cases:
-        reference, ours = None, None
-        for impl, kind, factory in impls:
-            row = {"bench": bench, "case": case, "impl": impl, "kind": kind, "status": "ok",
-                   "entries": inp.k, "n": inp.n, **extra}
-            try:
-                fn = factory(inp)
-                out, first = call_once(fn, ctx.device)
-                row["first_call_s"] = first
-                got = canonical(out)
-                row["out_entries"] = int(got[1].shape[1])
-                if reference is None:
-                    reference = got
-                else:
-                    problem = compare(got, reference)
-                    if problem:
-                        row.update(status="mismatch", error=problem)
-                del out
-                if row["status"] == "ok":
-                    row.update(time_call(fn, ctx.device, target_s=ctx.target_s, warmed=True).as_dict())
-            except Skip as exc:
-                row.update(status="skipped", error=str(exc))
-            except Exception as exc:  # a failing implementation is a result, not a crash
-                row.update(status="error", error=_error_text(exc))
-            finally:
-                free(ctx)
-            row["load_1min"] = _load()
-            if "median_s" in row:
-                row["entries_per_s"] = inp.k / row["median_s"]
-                if kind == "ours":
-                    ours = row["median_s"]
-                elif ours:
-                    row["speedup"] = row["median_s"] / ours
-            ctx.log(progress(row))
-            yield row
-
-
-def progress(row) -> str:
-    head = f"{row['bench']} {row['case']:<24} {row['impl']:<10}"
-    if row["status"] != "ok":
-        return f"{head} {row['status']}: {row.get('error', '')}"
-    text = f"{head} {row['median_s'] * 1e3:10.2f} ms"
-    if "speedup" in row:
-        text += f"  speedup {row['speedup']:.2f}"
-    return text
+        rows = (({"bench": bench, "case": case, "impl": impl, "kind": kind, "status": "ok",
+                  "entries": inp.k, "n": inp.n, **extra}, functools.partial(_canonical_of, factory, inp))
+                for impl, kind, factory in impls)
+        yield from run_sequential(ctx, rows, _against_first(), describe, rates)
 
 
 def _cases(ctx, inp):
@@ -277,7 +217,7 @@ def _cases(ctx, inp):
     csr_peer = "cupyx_csr" if gpu else "scipy_csr"
     csc_peer = "cupyx_csc" if gpu else "scipy_csc"
     csr_name = "cupyx" if gpu else "scipy"
-    host_sel = _host(sel)
+    host_sel = host(sel)
 
     def peer_rows(i):
         m = i.peer(csr_peer)
@@ -328,39 +268,14 @@ def run(ctx):
 # Markdown
 # --------------------------------------------------------------------------
 
-def ms(seconds) -> str:
-    return "—" if seconds is None else f"{seconds * 1e3:.3g} ms" if seconds < 1 else f"{seconds:.3g} s"
-
-
-def summary_table(rows, note) -> str:
-    """One line per case: gpusparse's time, then each peer as speedup (time)."""
-    cases, peers = {}, []
-    for row in rows:
-        cases.setdefault(row["case"], {})[row["impl"]] = row
-        if row["impl"] != "gpusparse" and row["impl"] not in peers:
-            peers.append(row["impl"])
-    head = ["case", "entries", "out entries", "gpusparse", "first call"] + peers
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for name, impls in cases.items():
-        ours = impls.get("gpusparse", {})
-        ok = ours.get("status") == "ok"
-        cells = [name, f"{ours.get('entries', 0):,}", f"{ours.get('out_entries', 0):,}",
-                 ms(ours["median_s"]) if ok else ours.get("status", ""), ms(ours.get("first_call_s"))]
-        for p in peers:
-            r = impls.get(p)
-            if r is None:
-                cells.append("")
-            elif r["status"] != "ok":
-                cells.append(r["status"])
-            else:
-                cells.append(f"{r['speedup']:.2f} ({ms(r['median_s'])})" if "speedup" in r else ms(r["median_s"]))
-        lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", note]
-    return "\n".join(lines)
+# the count columns of the summary, shared with bench_manipulation
+COUNTS = [("entries", lambda r: f"{r.get('entries', 0):,}"),
+          ("out entries", lambda r: f"{r.get('out_entries', 0):,}")]
 
 
 def summarize(rows) -> str:
-    return summary_table(rows, "Peer columns: peer time / gpusparse time (above 1: gpusparse is faster), "
-                               "the peer's median in parentheses. Selections take 10**5 random rows or "
-                               "columns with repeats; slices keep the middle half of the rows and 3/4 "
-                               "of the columns.")
+    return summary_table(rows, COUNTS, [],
+                         "Peer columns: peer time / gpusparse time (above 1: gpusparse is faster), "
+                         "the peer's median in parentheses. Selections take 10**5 random rows or "
+                         "columns with repeats; slices keep the middle half of the rows and 3/4 "
+                         "of the columns.")

@@ -42,15 +42,14 @@ percentage of the copy bandwidth measured in the same run, and ``speedup``
 
 Examples
 --------
->>> from benchmarks import Context
->>> ctx = Context(device="cpu", quick=True, target_s=0.001, log=lambda m: None)
->>> rows = [r for r in run(ctx) if r["impl"] == "gpusparse"]
->>> {r["status"] for r in rows}
-{'ok'}
+>>> from benchmarks._report import smoke
+>>> smoke(run)
+'gpusparse ok in 22 of 22 cases'
 """
 
 from __future__ import annotations
 
+import functools
 import glob
 import math
 import os
@@ -58,7 +57,8 @@ import sys
 
 import numpy as np
 
-from benchmarks._timing import call_once, copy_bandwidth, synchronize, time_call
+from benchmarks import _report
+from benchmarks._report import Skip, need
 
 __all__ = ["run", "summarize"]
 
@@ -75,10 +75,10 @@ VALUE_BYTES = 8
 # random matrices of 2**21 rows).
 STENCIL_SCALE = 2
 SIZES = {
-    (False, False): dict(spmv=2**21, dense_budget=2**28, spgemm=2**17, sddmm=2**20),
-    (False, True): dict(spmv=2**12, dense_budget=2**18, spgemm=2**10, sddmm=2**10),
-    (True, False): dict(spmv=2**24, dense_budget=2**31, spgemm=2**20, sddmm=2**22),
-    (True, True): dict(spmv=2**14, dense_budget=2**22, spgemm=2**12, sddmm=2**12),
+    (False, False): {"spmv": 2**21, "dense_budget": 2**28, "spgemm": 2**17, "sddmm": 2**20},
+    (False, True): {"spmv": 2**12, "dense_budget": 2**18, "spgemm": 2**10, "sddmm": 2**10},
+    (True, False): {"spmv": 2**24, "dense_budget": 2**31, "spgemm": 2**20, "sddmm": 2**22},
+    (True, True): {"spmv": 2**14, "dense_budget": 2**22, "spgemm": 2**12, "sddmm": 2**12},
 }
 
 
@@ -98,7 +98,7 @@ def _canonical(m):
 
 def _stencil(rows, rng):
     import scipy.sparse as sp
-    side = max(2, int(round(math.sqrt(rows))))
+    side = max(2, round(math.sqrt(rows)))
     t = sp.diags([-1.0, 4.0, -1.0], [-1, 0, 1], shape=(side, side), dtype=np.float64)
     off = sp.diags([-1.0, -1.0], [-1, 1], shape=(side, side), dtype=np.float64)
     eye = sp.identity(side, dtype=np.float64)
@@ -117,7 +117,7 @@ def _uniform(n, rng, per_row=16):
 
 
 def _rmat(n, rng, edge_factor=16):
-    scale = max(1, int(round(math.log2(n))))
+    scale = max(1, round(math.log2(n)))
     n = 2**scale
     m = edge_factor * n
     a, b, c = 0.57, 0.19, 0.19
@@ -185,15 +185,11 @@ def product_terms(a, b):
 # peers
 # --------------------------------------------------------------------------
 
-class _Skip(Exception):
-    """The implementation is unavailable here; the message says why."""
-
-
 def _threads():
     try:
         import numba
         return numba.get_num_threads()
-    except Exception:
+    except Exception:  # noqa: BLE001 (no Numba, or no thread pool)
         return os.cpu_count() or 1
 
 
@@ -204,19 +200,16 @@ def _mkl():
             os.environ["MKL_RT"] = found[-1]
     try:
         import sparse_dot_mkl
-    except Exception as exc:
-        raise _Skip(f"sparse_dot_mkl does not load ({type(exc).__name__}: {str(exc)[:80]})") from None
+    except Exception as exc:  # noqa: BLE001 (MKL's library fails to load in many ways)
+        raise Skip(f"sparse_dot_mkl does not load ({type(exc).__name__}: {str(exc)[:80]})") from None
     sparse_dot_mkl.mkl_set_num_threads(_threads())
     return sparse_dot_mkl
 
 
 def _torch(ctx):
-    try:
-        import torch
-    except ImportError as exc:
-        raise _Skip(f"torch not importable ({exc})") from None
+    torch = need("torch")
     if ctx.is_cuda and not torch.cuda.is_available():
-        raise _Skip("torch has no CUDA")
+        raise Skip("torch has no CUDA")
     if not ctx.is_cuda:
         torch.set_num_threads(_threads())
     return torch
@@ -274,13 +267,10 @@ def _spmm_impls(ctx):
         return lambda: a @ x
 
     def jax_impl(op, x):
-        try:
-            import jax
-            from jax.experimental import sparse as jsparse
-        except ImportError as exc:
-            raise _Skip(f"jax not importable ({exc})") from None
+        jax = need("jax")
+        jsparse = need("jax.experimental.sparse", "jax")
         if not any(d.platform == "gpu" for d in jax.devices()):
-            raise _Skip("jax sees no GPU")
+            raise Skip("jax sees no GPU")
         a = jsparse.BCOO.from_scipy_sparse(op.host)
         xj = jax.device_put(np.asarray(x.get()))
         f = jax.jit(lambda m, v: m @ v)
@@ -323,7 +313,6 @@ def _spgemm_impls(ctx):
 
 def _sddmm_impls(ctx):
     def ours(op, a, b):
-        import gpusparse as gs
         from gpusparse.ops.linalg import sampled_addmm
         x = op.gs
         return lambda: sampled_addmm(x, a, b, beta=0.0)
@@ -383,46 +372,6 @@ def _sparse_values(result):
     return m
 
 
-def _measure(fn_factory, check, ctx):
-    row = {"status": "ok"}
-    try:
-        fn = fn_factory()
-        out, first = call_once(fn, ctx.device)
-        row["first_call_s"] = first
-        problem = check(out)
-        if problem:
-            row.update(status="mismatch", error=problem)
-            return row
-        del out
-        row.update(time_call(fn, ctx.device, target_s=ctx.target_s, warmed=True).as_dict())
-    except _Skip as exc:
-        row.update(status="skipped", error=str(exc))
-    except Exception as exc:  # a failing implementation is a result, not a crash
-        text = f"{type(exc).__name__}: {exc}"
-        row.update(status="error", error=text[:300])
-    finally:
-        _free(ctx)
-    return row
-
-
-def _free(ctx):
-    if not ctx.is_cuda:
-        return
-    import cupy
-    synchronize(ctx.device)
-    cupy.get_default_memory_pool().free_all_blocks()
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_available():
-        torch.cuda.empty_cache()
-
-
-def _load():
-    try:
-        return round(os.getloadavg()[0], 2)
-    except OSError:
-        return None
-
-
 def _progress(row) -> str:
     if row["status"] != "ok":
         return f"  {row['case']:<26} {row['impl']:<10} {row['status']}: {row.get('error', '')}"
@@ -431,19 +380,21 @@ def _progress(row) -> str:
     return f"  {row['case']:<26} {row['impl']:<10} {row['median_s'] * 1e3:9.3f} ms {extra}{speed}"
 
 
-def _finish(rows_of_case, ours_time, copy_gb_s, ctx):
-    for row in rows_of_case:
-        row["load_1min"] = _load()
-        if "median_s" in row:
-            t = row["median_s"]
-            row["gflop_s"] = row["flops"] / t / 1e9
-            if row.get("model_bytes"):
-                row["gb_s"] = row["model_bytes"] / t / 1e9
-                row["pct_copy"] = 100 * row["gb_s"] / copy_gb_s
-            if row["impl"] != "gpusparse" and ours_time:
-                row["speedup"] = t / ours_time
-        ctx.log(_progress(row))
-        yield row
+def _add_rates(row, t):
+    row["gflop_s"] = row["flops"] / t / 1e9
+    if row.get("model_bytes"):
+        _report.add_bandwidth(row, row["model_bytes"], t, suffix="")
+
+
+def _unchecked(factory, *args):
+    return factory(*args), None
+
+
+def _run(ctx, base, impls, args, check):
+    """Yield the rows of one case: ``factory(*args)`` of every implementation measured, gpusparse's first."""
+    rows = ((dict(base, impl=name, status="ok"), functools.partial(_unchecked, factory, *args))
+            for name, factory in impls.items())
+    yield from _report.run_sequential(ctx, rows, check, _progress, _add_rates)
 
 
 # --------------------------------------------------------------------------
@@ -470,20 +421,12 @@ def _spmm_cases(ctx, sizes):
             base = {"bench": NAME, "case": case, "op": "spmv" if N == 1 else "spmm", "matrix": kind,
                     "N": N, "rows": m, "cols": n, "nnz": int(a.nnz),
                     "flops": 2 * int(a.nnz) * N, "model_bytes": spmm_bytes(m, n, int(a.nnz), N)}
-            copy = copy_bandwidth(base["model_bytes"] // 2, xp, device=ctx.device, target_s=min(ctx.target_s, 0.5))
-            base["copy_gb_s"] = copy["gb_s"]
+            base["copy_gb_s"] = _report.copy_gb_s(ctx, base["model_bytes"] // 2)
 
-            def check(out, ref=ref, bound=bound):
+            def check(out, row, ref=ref, bound=bound):
                 return None if _close(_host(out), ref, bound) else "result differs from SciPy's"
 
-            rows_of_case, ours = [], None
-            for name, factory in impls.items():
-                row = dict(base, impl=name)
-                row.update(_measure(lambda f=factory: f(op, x), check, ctx))
-                if name == "gpusparse":
-                    ours = row.get("median_s")
-                rows_of_case.append(row)
-            yield from _finish(rows_of_case, ours, copy["gb_s"], ctx)
+            yield from _run(ctx, base, impls, (op, x), check)
             del op, x
 
 
@@ -500,21 +443,14 @@ def _spgemm_cases(ctx, sizes):
                 "rows": a.shape[0], "cols": a.shape[1], "nnz": int(a.nnz), "nnz_out": int(ref.nnz),
                 "products": terms, "flops": 2 * terms}
 
-        def check(out, ref=ref):
+        def check(out, row, ref=ref):
             got = _sparse_values(out)
             if got.nnz < ref.nnz:
                 return f"{got.nnz} stored entries, SciPy has {ref.nnz}"
             diff = abs(got - ref)
             return None if diff.max() <= 1e-9 * (abs(ref).max() + 1) else "values differ from SciPy's"
 
-        rows_of_case, ours = [], None
-        for name, factory in impls.items():
-            row = dict(base, impl=name)
-            row.update(_measure(lambda f=factory: f(op), check, ctx))
-            if name == "gpusparse":
-                ours = row.get("median_s")
-            rows_of_case.append(row)
-        yield from _finish(rows_of_case, ours, 1.0, ctx)
+        yield from _run(ctx, base, impls, (op,), check)
 
 
 def _sddmm_cases(ctx, sizes):
@@ -531,11 +467,10 @@ def _sddmm_cases(ctx, sizes):
         base = {"bench": NAME, "case": f"sddmm-{kind}-K{SDDMM_K}", "op": "sddmm", "matrix": kind, "K": SDDMM_K,
                 "rows": m, "cols": n, "nnz": int(a.nnz), "flops": 2 * int(a.nnz) * SDDMM_K,
                 "model_bytes": sddmm_bytes(m, n, int(a.nnz), SDDMM_K)}
-        copy = copy_bandwidth(base["model_bytes"] // 2, xp, device=ctx.device, target_s=min(ctx.target_s, 0.5))
-        base["copy_gb_s"] = copy["gb_s"]
+        base["copy_gb_s"] = _report.copy_gb_s(ctx, base["model_bytes"] // 2)
         la, rb = xp.asarray(left), xp.asarray(right)
 
-        def check(out, ref=ref):
+        def check(out, row, ref=ref):
             if hasattr(out, "values") and callable(out.values) and hasattr(out, "layout"):
                 got = out.values().cpu().numpy()
             elif hasattr(out, "data") and hasattr(out, "indptr"):
@@ -544,14 +479,7 @@ def _sddmm_cases(ctx, sizes):
                 got = _host(out)
             return None if np.allclose(got, ref, rtol=1e-10) else "values differ from NumPy's"
 
-        rows_of_case, ours = [], None
-        for name, factory in impls.items():
-            row = dict(base, impl=name)
-            row.update(_measure(lambda f=factory: f(op, la, rb), check, ctx))
-            if name == "gpusparse":
-                ours = row.get("median_s")
-            rows_of_case.append(row)
-        yield from _finish(rows_of_case, ours, copy["gb_s"], ctx)
+        yield from _run(ctx, base, impls, (op, la, rb), check)
 
 
 def run(ctx):
@@ -575,14 +503,9 @@ def run(ctx):
 
 def summarize(rows) -> str:
     """One line per case: gpusparse's time and GFLOP/s, and every peer's speedup."""
-    cases, peers = {}, []
-    for r in rows:
-        cases.setdefault(r["case"], {})[r["impl"]] = r
-        if r["impl"] != "gpusparse" and r["impl"] not in peers:
-            peers.append(r["impl"])
+    cases, peers = _report.by_case(rows)
     head = ["case", "rows", "nnz", "gpusparse ms", "GF/s", "GB/s", "% copy"] + [f"vs {p}" for p in peers]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
-             ]
+    body = []
     for case, by_impl in cases.items():
         ours = by_impl.get("gpusparse", {})
         if ours.get("status") != "ok":
@@ -599,7 +522,5 @@ def summarize(rows) -> str:
                 cells.append(f"{r['speedup']:.2f}x")
             else:
                 cells.append(r.get("status", ""))
-        lines.append("| " + " | ".join(cells) + " |")
-    lines.append("")
-    lines.append("*vs peer*: the peer's time / gpusparse's time (above 1: gpusparse is faster).")
-    return "\n".join(lines)
+        body.append(cells)
+    return _report.table(head, body) + "\n\n*vs peer*: the peer's time / gpusparse's time (above 1: gpusparse is faster)."

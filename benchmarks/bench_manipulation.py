@@ -22,16 +22,15 @@ Results are checked against gpusparse's before timing, as in ``bench_indexing``.
 
 Examples
 --------
->>> from benchmarks import Context
->>> ctx = Context(device="cpu", quick=True, target_s=0.001, log=lambda m: None, size=512)
->>> rows = list(run(ctx))
->>> {r["status"] for r in rows if r["impl"] == "gpusparse"}
-{'ok'}
+>>> from benchmarks._report import smoke
+>>> smoke(run, size=512)
+'gpusparse ok in 8 of 8 cases'
 """
 
 from __future__ import annotations
 
-from benchmarks.bench_indexing import SIZES, Inputs, Skip, _import, run_cases, summary_table
+from benchmarks._report import Skip, need, summary_table
+from benchmarks.bench_indexing import COUNTS, SIZES, Inputs, run_cases
 
 __all__ = ["run", "summarize"]
 
@@ -52,7 +51,7 @@ def _cases(ctx, inp):
 
     def torch_fn(make):
         def factory(i):
-            torch = _import("torch")
+            torch = need("torch")
             t = i.peer("torch")
             return make(torch, t)
         return factory
@@ -64,7 +63,7 @@ def _cases(ctx, inp):
 
     def stack_peer(how):
         def factory(i):
-            mod = _import("cupyx.scipy.sparse" if gpu else "scipy.sparse")
+            mod = need("cupyx.scipy.sparse" if gpu else "scipy.sparse")
             m = i.peer(csr_peer)
             fn = getattr(mod, how)
             return lambda: fn([m, m], format="csr")
@@ -80,7 +79,7 @@ def _cases(ctx, inp):
         def factory(i):
             if gpu:
                 raise Skip("pydata sparse runs on the CPU")
-            sparse = _import("sparse")
+            sparse = need("sparse")
             return make(sparse, i.peer("pydata"))
         return factory
 
@@ -119,6 +118,7 @@ def run(ctx):
 
 
 def summarize(rows) -> str:
-    return summary_table(rows, "Peer columns: peer time / gpusparse time (above 1: gpusparse is faster), "
-                               "the peer's median in parentheses. torch's `cat` leaves its result "
-                               "uncoalesced; gpusparse and pydata keep row-major order.")
+    return summary_table(rows, COUNTS, [],
+                         "Peer columns: peer time / gpusparse time (above 1: gpusparse is faster), "
+                         "the peer's median in parentheses. torch's `cat` leaves its result "
+                         "uncoalesced; gpusparse and pydata keep row-major order.")

@@ -247,7 +247,7 @@ def gpu_identity() -> dict:
         info = bench_run._gpu_info()
         return {"name": info["gpu_name"], "memory": f"{info['gpu_memory_gib']} GiB",
                 "driver": str(info["cuda_driver"]), "count": info["gpu_count"], "source": "cupy"}
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 (no usable GPU, recorded)
         return {"name": None, "error": f"{type(exc).__name__}: {exc}", "source": None}
 
 
@@ -259,7 +259,7 @@ def _show_config() -> str:
         buf = io.StringIO()
         gpusparse.show_config(file=buf)
         return buf.getvalue()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 (recorded in the report)
         return f"gpusparse.show_config failed: {type(exc).__name__}: {exc}"
 
 
@@ -489,7 +489,7 @@ def main(argv=None) -> int:
                 if doc and not cuda:
                     res["results"] = doc.get("results")
                 copies += [base + ".json", base + ".md"]
-        except Exception as exc:  # a stage's failure is recorded, never fatal
+        except Exception as exc:  # noqa: BLE001 (a stage's failure is recorded, never fatal)
             res.setdefault("error", f"{type(exc).__name__}: {exc}")
             say(f"{name}: failed in the report itself: {res['error']}")
         res.setdefault("status", _stage_status(res) if "rc" in res else "error")

@@ -29,7 +29,8 @@ found and run in name order (``--only`` filters by name). It defines:
     ``first_call_s``. Anything else is free (``entries_per_s``,
     ``gb_s_floor``, ``pct_copy_floor``, ``speedup`` = peer time / gpusparse
     time, ...). Time with :mod:`benchmarks._timing` so every module measures
-    alike.
+    alike; :mod:`benchmarks._report` builds such rows (first call, check,
+    timing, status) and the Markdown tables.
 ``summarize(rows) -> str`` (optional)
     A Markdown summary; it goes between ``<!-- summary:start -->`` and
     ``<!-- summary:end -->``, which ``tools/update_readme_bench.py`` copies
@@ -53,6 +54,7 @@ Examples
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import importlib
 import importlib.metadata
@@ -136,11 +138,9 @@ def machine_info(device: str) -> dict:
         info["load_avg"] = [round(x, 2) for x in os.getloadavg()]
     except OSError:
         pass
-    try:
+    with contextlib.suppress(Exception):  # no Numba, or no thread pool
         import numba
         info["numba_threads"] = numba.get_num_threads()
-    except Exception:
-        pass
     if info["kind"] == "cuda":
         info.update(_gpu_info())
     return info
@@ -161,7 +161,7 @@ def versions() -> dict:
             try:
                 import gpusparse
                 out[name] = gpusparse.__version__
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 (reported as the version)
                 out[name] = f"import failed: {type(exc).__name__}"
             continue
         candidates = [name]
@@ -227,7 +227,7 @@ def _module_markdown(module, rows, attr) -> str:
     try:
         if fn is not None:
             return fn(rows)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 (a broken table falls back to the generic one)
         return f"({attr} failed: {type(exc).__name__}: {exc})\n\n" + _generic_details(rows)
     return _generic_details(rows) if attr == "details" else ""
 
@@ -329,7 +329,7 @@ def main(argv=None) -> int:
                 raise RuntimeError("no CUDA device")
             if ":" in device:
                 cupy.cuda.Device(int(device.split(":", 1)[1])).use()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 (any CuPy failure means no usable GPU)
             log(f"benchmarks: CUDA is not usable here ({type(exc).__name__}: {exc})")
             return 2
     elif device != "cpu":
@@ -361,7 +361,7 @@ def main(argv=None) -> int:
             for row in module.run(ctx):
                 rows.append(row)
                 save(doc, modules, stem)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 (an error row, and the next module runs)
             log(traceback.format_exc())
             rows.append({"bench": title, "case": "-", "impl": "-", "status": "error",
                          "error": f"{type(exc).__name__}: {exc}"})
@@ -370,11 +370,9 @@ def main(argv=None) -> int:
         doc["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
     except OSError:
         pass
-    try:
+    with contextlib.suppress(Exception):  # no parallel Numba function ran, or Numba is absent
         import numba
         machine["numba_threading_layer"] = numba.threading_layer()
-    except Exception:  # no parallel Numba function ran, or Numba is absent
-        pass
     paths = save(doc, modules, stem)
     log(f"wrote {paths[0]} and {paths[1]}")
     bad = [r for rows in doc["results"].values() for r in rows if r.get("status") in ("error", "mismatch")]
