@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpusparse._kernels.cpu import _pool
+
 #: Work below this many elements runs serially: thread start-up costs more.
 PARALLEL_MIN = 1 << 15
 
@@ -13,19 +15,27 @@ PREFAULT_MIN_BYTES = 1 << 20
 _PAGE = 4096
 
 
+def _prefault(buffer) -> None:
+    buffer.reshape(-1).view(np.uint8)[::_PAGE] = 0
+
+
 def empty(shape, dtype) -> np.ndarray:
-    """``np.empty`` whose memory is already mapped, for outputs parallel kernels write.
+    """``np.empty`` for outputs parallel kernels write: memory already mapped, reused when possible.
 
     A fresh large allocation is mapped lazily, page by page, on first
     write. When the writes come from several worker threads at once the
     page faults contend in the kernel and can cost ten times the kernel
-    itself; touching one byte per page from the calling thread first costs
-    about as much as a ``memset`` of the pages and keeps the kernel at its
-    streaming speed.
+    itself. Large outputs therefore come from the host buffer pool
+    (:mod:`gpusparse._kernels.cpu._pool`), whose new buffers are touched
+    once per page from the calling thread.
     """
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    out = _pool.lease(shape, dtype, _prefault)
+    if out is not None:
+        return out
     out = np.empty(shape, dtype=dtype)
     if out.nbytes >= PREFAULT_MIN_BYTES:
-        out.reshape(-1).view(np.uint8)[::_PAGE] = 0
+        _prefault(out)
     return out
 
 

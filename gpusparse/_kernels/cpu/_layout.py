@@ -121,8 +121,11 @@ def expand(indptr, nnz):
 
 @jit(parallel=True)
 def _scatter_rows(keys, values, out):
+    w = values.shape[1]
     for i in prange(keys.size):
-        out[keys[i], :] = values[i, :]
+        r = keys[i]
+        for c in range(w):
+            out[r, c] = values[i, c]
 
 
 def _move_kind(arr):
