@@ -56,7 +56,7 @@ def size_class(nbytes: int) -> int:
     """
     size = _MIN_BYTES
     while size < nbytes:
-        if size >= 2 * _MIN_BYTES and size + size // 2 >= nbytes:
+        if size + size // 2 >= nbytes:
             return size + size // 2
         size *= 2
     return size
