@@ -131,6 +131,18 @@ def release_free() -> int:
         return released
 
 
+def _after_fork_in_child() -> None:
+    # A lock held by a parent's thread at fork time would never be released here.
+    global _lock, _free_bytes
+    _lock = threading.RLock()
+    _free.clear()
+    _free_bytes = 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def free_bytes() -> int:
     """Bytes of the free buffers the pool keeps for reuse."""
     return _free_bytes
