@@ -28,6 +28,7 @@ from typing import Protocol
 
 #: Every primitive both implementations provide (checked by a conformance test).
 PRIMITIVES = (
+    "empty",
     "linearize",
     "delinearize",
     "sort_pairs",
@@ -68,6 +69,13 @@ TRANS_OPS = ("N", "T", "H")
 
 class Primitives(Protocol):
     """The signatures; see each implementation for details."""
+
+    def empty(self, shape, dtype):
+        """An uninitialised C-contiguous array on the device, for a kernel's output.
+
+        The CPU takes large ones from its host buffer pool (memory already
+        mapped, so parallel writes do not fault); CUDA uses CuPy's pool.
+        """
 
     def linearize(self, coords, strides):
         """coords (d, n) int64 in bounds, sum(coords[k]*strides[k]) < 2**63; not validated.

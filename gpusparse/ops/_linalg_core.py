@@ -266,7 +266,7 @@ def sparse_dense(a, b, dtype):
         if a.ndim == 2:
             view = csr_view(a).astype(cdt)
             if b.ndim == 2:
-                out = xp.empty((M, N), dtype=cdt)
+                out = k.empty((M, N), dtype=cdt)
                 spmm_into(view, b, out, dev)
                 return finish_dense(out, dtype)
             b2 = plan.right_dense(b, xp)
@@ -274,7 +274,7 @@ def sparse_dense(a, b, dtype):
             warn = a.format == "coo" and not a.sorted
             view = csr_view(plan.left_matrix(a, k, xp), warn=warn).astype(cdt)
             b2 = plan.right_dense(b, xp)
-        out2 = xp.empty((view.shape[0], b2.shape[1]), dtype=cdt)
+        out2 = k.empty((view.shape[0], b2.shape[1]), dtype=cdt)
         spmm_into(view, b2, out2, dev)
         return finish_dense(plan.unpack_dense(out2, M, N, xp), dtype)
 
@@ -282,7 +282,7 @@ def sparse_dense(a, b, dtype):
 def dense_sparse(a, b, dtype):
     """Dense ``a`` (>= 2-D) @ all-sparse ``b`` (>= 2-D, zero fill): ``(b.T @ a.T).T`` per batch."""
     dev = b.device
-    xp = xp_for(dev)
+    k, xp = kernels_for(dev), xp_for(dev)
     cdt = compute_dtype(dtype)
     M, K = a.shape[-2:]
     N = b.shape[-1]
@@ -292,7 +292,7 @@ def dense_sparse(a, b, dtype):
         with device_scope(dev):
             a = a.astype(cdt, copy=False)
             view = csr_view(b).astype(cdt).transposed()
-            out = xp.empty((M, N), dtype=cdt)
+            out = k.empty((M, N), dtype=cdt)
             spmm_into(view, a.T, out.T, dev)  # out.T = b.T @ a.T, both as column-major views
             return finish_dense(out, dtype)
     bt = transpose_2d(b) if b.ndim == 2 else swap_last_two(b)

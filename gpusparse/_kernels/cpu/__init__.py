@@ -7,6 +7,7 @@ top-level functions, compiled lazily (first call per dtype) and cached on
 disk through ``gpusparse._kernels._numba.jit``.
 """
 
+from gpusparse._kernels.cpu._common import empty
 from gpusparse._kernels.cpu._linalg import sddmm, spgemm, spmm, spmm_reduce, spmv
 from gpusparse._kernels.cpu._merge import merge_sorted
 from gpusparse._kernels.cpu._reduce import reduce_by_key
@@ -20,6 +21,7 @@ __all__ = [
     "compress",
     "copy_segments",
     "delinearize",
+    "empty",
     "expand",
     "gather",
     "linearize",

@@ -20,7 +20,7 @@ def _prefault(buffer) -> None:
 
 
 def empty(shape, dtype) -> np.ndarray:
-    """``np.empty`` for outputs parallel kernels write: memory already mapped, reused when possible.
+    """An uninitialised C-contiguous array on the device, for a kernel's output.
 
     A fresh large allocation is mapped lazily, page by page, on first
     write. When the writes come from several worker threads at once the

@@ -29,17 +29,18 @@ __all__ = [
     "compress",
     "copy_segments",
     "delinearize",
+    "empty",
     "expand",
     "gather",
     "linearize",
     "merge_sorted",
     "reduce_by_key",
+    "run_starts",
     "scatter_dense",
     "segment_ids",
     "segment_reduce",
     "segment_search",
     "segment_starts",
-    "run_starts",
     "sort_pairs",
     "sortedness",
     # products (_linalg.py: cuSPARSE, spmm.cu, sddmm.cu)
@@ -107,6 +108,14 @@ def _key_rows(keys):
 # --------------------------------------------------------------------------
 # linearize / delinearize
 # --------------------------------------------------------------------------
+
+def empty(shape, dtype):
+    """An uninitialised C-contiguous array on the device, for a kernel's output.
+
+    CuPy's memory pool serves it, on the current device.
+    """
+    return cupy.empty(shape, dtype=dtype)
+
 
 def linearize(coords, strides):
     """coords (d, n) int64 in bounds, sum(coords[k]*strides[k]) < 2**63; not validated."""
