@@ -136,6 +136,18 @@ def test_sort_pairs_passes_where_only_low_digits_vary(device, k, rng):
     np.testing.assert_array_equal(to_host(s), keys[order])
 
 
+def test_sort_pairs_with_most_keys_in_one_top_digit(device, k, rng):
+    # power-law keys: one most-significant bucket holds most of them
+    n = 300_000
+    keys = rng.integers(0, 2**40, size=n, dtype=np.int64)
+    keys[: n * 9 // 10] = rng.integers(0, 2**12, size=n * 9 // 10, dtype=np.int64)
+    rng.shuffle(keys)
+    got_keys, perm = k.sort_pairs(put(keys, device), None, 40)
+    expected = np.argsort(keys, kind="stable")
+    np.testing.assert_array_equal(to_host(perm), expected)
+    np.testing.assert_array_equal(to_host(got_keys), keys[expected])
+
+
 def test_sort_pairs_of_sorted_and_reversed_input(device, k):
     n = 2**16 + 7
     ascending = np.arange(n, dtype=np.int64) // 3

@@ -102,21 +102,29 @@ def _local_lsd(keys, values, spare_k, spare_v, n_bits):
         values[:] = spare_v[:n]
 
 
+#: Buckets longer than this are sorted by parallel LSD passes of their own
+#: instead of in cache by one worker (skewed keys, e.g. power-law graphs).
+_BIG_BUCKET = 1 << 16
+
+
 @jit(parallel=True)
-def _sort_buckets(keys, values, bounds, n_bits, n_workers):
-    # Worker w sorts buckets w, w + n_workers, ... in place, with one spare
-    # buffer of the longest bucket's size for all of them.
+def _sort_buckets(keys, values, bounds, n_bits, n_workers, max_len):
+    # Worker w sorts buckets w, w + n_workers, ... of at most max_len keys
+    # in place, with one spare buffer of the longest such bucket for all.
     n_buckets = bounds.size - 1
     longest = 0
     for b in range(n_buckets):
-        longest = max(longest, bounds[b + 1] - bounds[b])
+        size = bounds[b + 1] - bounds[b]
+        if size <= max_len:
+            longest = max(longest, size)
     for w in prange(n_workers):
         spare_k = np.empty(longest, dtype=keys.dtype)
         spare_v = np.empty(longest, dtype=values.dtype)
         for b in range(w, n_buckets, n_workers):
             lo = bounds[b]
             hi = bounds[b + 1]
-            _local_lsd(keys[lo:hi], values[lo:hi], spare_k, spare_v, n_bits)
+            if hi - lo <= max_len:
+                _local_lsd(keys[lo:hi], values[lo:hi], spare_k, spare_v, n_bits)
 
 
 def _lsd_sort(keys, values, key_bits, n_chunks):
@@ -153,8 +161,10 @@ def sort_pairs(keys, values, key_bits):
 
     Large inputs take one most-significant-digit pass that splits the keys
     into 2048 buckets by their top 11 bits, then sort every bucket on the
-    remaining bits in cache, buckets in parallel. Small inputs and short
-    keys take plain least-significant-digit passes.
+    remaining bits in cache, buckets in parallel; a bucket too large for
+    that (skewed keys) gets parallel least-significant-digit passes of its
+    own. Small inputs and short keys take plain least-significant-digit
+    passes.
     """
     n = keys.size
     if values is None:
@@ -169,5 +179,11 @@ def sort_pairs(keys, values, key_bits):
     _radix_scatter(keys, values, a_k, a_v, hist, shift)
     bounds = np.zeros(_RADIX + 1, dtype=np.int64)
     np.cumsum(hist.sum(axis=0), out=bounds[1:])
-    _sort_buckets(a_k, a_v, bounds, shift, n_chunks * 4 if n_chunks > 1 else 1)
+    _sort_buckets(a_k, a_v, bounds, shift, n_chunks * 4 if n_chunks > 1 else 1, _BIG_BUCKET)
+    sizes = np.diff(bounds)
+    for b in np.flatnonzero(sizes > _BIG_BUCKET):
+        lo, hi = int(bounds[b]), int(bounds[b + 1])
+        sorted_k, sorted_v = _lsd_sort(a_k[lo:hi], a_v[lo:hi], shift, n_chunks)
+        a_k[lo:hi] = sorted_k
+        a_v[lo:hi] = sorted_v
     return a_k, a_v
