@@ -49,37 +49,36 @@ def sortedness(keys):
 
 
 @jit(parallel=True)
-def _segment_ids(keys, n_chunks, out):
-    # Two passes over chunks: count the run heads of each chunk, then number
-    # the runs from the chunk's offset.
+def _number_runs(keys, n_chunks, offsets, out):
+    # Second pass of segment_ids: number the runs of each chunk from the
+    # number of run heads before it (offsets, from _run_head_counts).
     n = keys.shape[1]
     chunk = (n + n_chunks - 1) // n_chunks
-    heads = np.zeros(n_chunks + 1, dtype=np.int64)
     for c in prange(n_chunks):
         lo = c * chunk
         hi = min(n, lo + chunk)
-        count = 0
-        for i in range(lo, hi):
-            if i == 0 or _compare_lex(keys, i - 1, i) != 0:
-                count += 1
-        heads[c + 1] = count
-    for c in range(n_chunks):
-        heads[c + 1] += heads[c]
-    for c in prange(n_chunks):
-        lo = c * chunk
-        hi = min(n, lo + chunk)
-        current = heads[c] - 1
+        current = offsets[c] - 1
         for i in range(lo, hi):
             if i == 0 or _compare_lex(keys, i - 1, i) != 0:
                 current += 1
             out[i] = current
 
 
+def _head_offsets(rows):
+    """``(n_chunks, offsets)``: run heads before each chunk (first pass of segment_ids / run_starts)."""
+    n_chunks = n_threads() if rows.shape[1] >= PARALLEL_MIN else 1
+    offsets = np.zeros(n_chunks + 1, dtype=np.int64)
+    _run_head_counts(rows, n_chunks, offsets)
+    np.cumsum(offsets, out=offsets)
+    return n_chunks, offsets
+
+
 def segment_ids(keys):
     """keys (n,) or (g, n) int64 sorted (lexicographically for 2-D); not validated."""
     rows = _as_rows(keys)
     out = empty(rows.shape[1], dtype=np.int64)
-    _segment_ids(rows, n_threads() if rows.shape[1] >= PARALLEL_MIN else 1, out)
+    n_chunks, offsets = _head_offsets(rows)
+    _number_runs(rows, n_chunks, offsets, out)
     return out
 
 
@@ -131,11 +130,7 @@ def _run_heads(keys, n_chunks, offsets, out):
 def run_starts(keys):
     """keys (n,) or (g, n) int64 sorted (lexicographically for 2-D); not validated."""
     rows = _as_rows(keys)
-    n = rows.shape[1]
-    n_chunks = n_threads() if n >= PARALLEL_MIN else 1
-    offsets = np.zeros(n_chunks + 1, dtype=np.int64)
-    _run_head_counts(rows, n_chunks, offsets)
-    np.cumsum(offsets, out=offsets)
+    n_chunks, offsets = _head_offsets(rows)
     out = empty(int(offsets[-1]) + 1, dtype=np.int64)
     _run_heads(rows, n_chunks, offsets, out)
     return out
