@@ -10,7 +10,7 @@ from gpusparse._components import place_components
 from gpusparse._device import to_host, xp_for
 from gpusparse._dtypes import check_value_dtype, index_dtype_for, normalize_fill_value
 
-__all__ = ["check_shape", "compressed_components", "coo_components"]
+__all__ = ["check_axis", "check_shape", "compressed_components", "coo_components"]
 
 
 def check_shape(shape, argument: str = "shape") -> tuple:
@@ -24,6 +24,22 @@ def check_shape(shape, argument: str = "shape") -> tuple:
     if any(d < 0 for d in dims):
         raise ValueError(f"{argument} must not have negative dimensions, got {dims}")
     return dims
+
+
+def check_axis(axis, ndim: int, argument: str = "axis") -> int:
+    """``axis`` as an int in ``[0, ndim)`` (negative counts from the end), or ``TypeError``/``AxisError``.
+
+    >>> check_axis(-1, 3)
+    2
+    """
+    from numpy.exceptions import AxisError
+    try:
+        axis = operator.index(axis)
+    except TypeError:
+        raise TypeError(f"{argument} must be an integer, got {axis!r}") from None
+    if not -ndim <= axis < ndim:
+        raise AxisError(axis, ndim, msg_prefix=argument)
+    return axis % ndim
 
 
 def _integer_index_array(arr, argument: str, xp):

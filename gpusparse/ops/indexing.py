@@ -43,6 +43,7 @@ from gpusparse._device import (
     Device, array_device, device_scope, kernels_for, to_device_array, to_host, xp_for,
 )
 from gpusparse.ops import canonical, convert
+from gpusparse.ops._validate import check_axis
 
 __all__ = ["argwhere", "getitem", "index_select", "narrow", "nonzero", "take"]
 
@@ -727,17 +728,6 @@ def _coo_row_select(x, spec: _Key):
 # Named selections
 # --------------------------------------------------------------------------
 
-def _axis(axis, ndim, argument="axis"):
-    from numpy.exceptions import AxisError
-    try:
-        axis = operator.index(axis)
-    except TypeError:
-        raise TypeError(f"{argument} must be an integer, got {axis!r}") from None
-    if not -ndim <= axis < ndim:
-        raise AxisError(axis, ndim, msg_prefix=argument)
-    return axis % ndim
-
-
 def index_select(x, axis, index):
     """The slices ``index`` (a 1-D integer array) along ``axis`` (torch's ``index_select``).
 
@@ -752,7 +742,7 @@ def index_select(x, axis, index):
     >>> y.format, y.todense().tolist()
     ('csr', [[3, 0], [1, 0], [3, 0]])
     """
-    axis = _axis(axis, x.ndim)
+    axis = check_axis(axis, x.ndim)
     index = _index_array(index, x.device)
     if index.ndim != 1 or index.dtype.kind not in "iu":
         raise IndexError(
@@ -772,7 +762,7 @@ def narrow(x, axis, start, length):
     array([[1, 2],
            [4, 5]])
     """
-    axis = _axis(axis, x.ndim)
+    axis = check_axis(axis, x.ndim)
     n = x.shape[axis]
     start, length = operator.index(start), operator.index(length)
     if not -n <= start <= n:
@@ -802,7 +792,7 @@ def take(x, indices, axis=None):
     if axis is None:
         from gpusparse.ops.manipulation import reshape
         return getitem(reshape(x, (-1,)), _take_index(indices, x.device))
-    axis = _axis(axis, x.ndim)
+    axis = check_axis(axis, x.ndim)
     return getitem(x, (slice(None),) * axis + (_take_index(indices, x.device),))
 
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from gpusparse._device import device_of, device_scope, kernels_for, to_host, xp_for
 from gpusparse.ops import canonical, convert
-from gpusparse.ops._validate import check_shape
+from gpusparse.ops._validate import check_axis, check_shape
 
 __all__ = [
     "array_split",
@@ -78,22 +78,11 @@ def _new_coo(coords, data, shape, fill, dev, *, sorted, unique):
                            tuple(shape), fill, dev, sorted=sorted, unique=unique)
 
 
-def _axis(axis, ndim, argument="axis"):
-    from numpy.exceptions import AxisError
-    try:
-        axis = operator.index(axis)
-    except TypeError:
-        raise TypeError(f"{argument} must be an integer, got {axis!r}") from None
-    if not -ndim <= axis < ndim:
-        raise AxisError(axis, ndim, msg_prefix=argument)
-    return axis % ndim
-
-
 def _axes(axis, ndim, argument="axis"):
     """A tuple of distinct normalised axes from an int or a sequence."""
     if isinstance(axis, (int, np.integer)):
         axis = (axis,)
-    out = tuple(_axis(a, ndim, argument) for a in axis)
+    out = tuple(check_axis(a, ndim, argument) for a in axis)
     if len(set(out)) != len(out):
         raise ValueError(f"repeated axis in {argument}: {tuple(axis)}")
     return out
@@ -262,7 +251,7 @@ def swapaxes(x, axis1, axis2):
     >>> swapaxes(gs.fromdense(np.zeros((2, 3, 4)), device="cpu"), 0, 2).shape
     (4, 3, 2)
     """
-    a, b = _axis(axis1, x.ndim, "axis1"), _axis(axis2, x.ndim, "axis2")
+    a, b = check_axis(axis1, x.ndim, "axis1"), check_axis(axis2, x.ndim, "axis2")
     axes = list(range(x.ndim))
     axes[a], axes[b] = axes[b], axes[a]
     return permute_dims(x, axes)
@@ -596,7 +585,7 @@ def concatenate(arrays, axis=0, *, expand_nonconcat_dim=False):
             )
     if ndim == 0:
         raise ValueError("zero-dimensional arrays cannot be concatenated")
-    axis = _axis(axis, ndim)
+    axis = check_axis(axis, ndim)
     dtype = np.result_type(*(a.dtype for a in arrays))
     fills = [np.asarray(a.fill_value).astype(dtype)[()] for a in arrays]
     for i, f in enumerate(fills):
@@ -830,7 +819,7 @@ def stack(arrays, axis=0):
     shapes = {a.shape for a in arrays}
     if len(shapes) != 1:
         raise ValueError("all input arrays must have the same shape")
-    axis = _axis(axis, arrays[0].ndim + 1)
+    axis = check_axis(axis, arrays[0].ndim + 1)
     return concatenate([expand_dims(a, axis) for a in arrays], axis=axis)
 
 
@@ -921,7 +910,7 @@ def split(x, indices_or_sections, axis=0):
     >>> [p.todense().tolist() for p in split(x, [2, 3])]
     [[0, 1], [2], [3, 4, 5]]
     """
-    axis = _axis(axis, x.ndim)
+    axis = check_axis(axis, x.ndim)
     return _split(x, _split_bounds(x.shape[axis], indices_or_sections, strict=True), axis)
 
 
@@ -937,7 +926,7 @@ def array_split(x, indices_or_sections, axis=0):
     >>> [p.shape for p in array_split(x, 2)]
     [(4,), (3,)]
     """
-    axis = _axis(axis, x.ndim)
+    axis = check_axis(axis, x.ndim)
     return _split(x, _split_bounds(x.shape[axis], indices_or_sections, strict=False), axis)
 
 
@@ -1039,7 +1028,7 @@ def roll(x, shift, axis=None):
     shifts, axes = np.broadcast_arrays(np.asarray(shift), np.asarray(axis))
     total = {}
     for s, a in zip(shifts.reshape(-1), axes.reshape(-1)):
-        a = _axis(int(a), x.ndim)
+        a = check_axis(int(a), x.ndim)
         total[a] = total.get(a, 0) + int(s)
     total = {a: s % x.shape[a] for a, s in total.items() if x.shape[a] and s % x.shape[a]}
     if not total:
@@ -1164,7 +1153,7 @@ def diagonal(x, offset=0, axis1=0, axis2=1):
     """
     if x.ndim < 2:
         raise ValueError(f"diagonal needs at least 2 dimensions, got {x.ndim}")
-    a1, a2 = _axis(axis1, x.ndim, "axis1"), _axis(axis2, x.ndim, "axis2")
+    a1, a2 = check_axis(axis1, x.ndim, "axis1"), check_axis(axis2, x.ndim, "axis2")
     if a1 == a2:
         raise ValueError("axis1 and axis2 cannot be the same")
     offset = operator.index(offset)

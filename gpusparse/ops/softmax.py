@@ -19,12 +19,12 @@ does; a line whose stored values are all -inf gives NaN, as in torch.
 from __future__ import annotations
 
 import math
-import operator
 
 import numpy as np
 
 from gpusparse._device import device_scope, kernels_for, to_host, xp_for
 from gpusparse.ops import canonical, convert
+from gpusparse.ops._validate import check_axis
 
 __all__ = ["log_softmax", "softmax"]
 
@@ -63,16 +63,12 @@ def _float_dtype(dtype):
 
 
 def _softmax(x, axis, log):
-    from numpy.exceptions import AxisError
     from gpusparse.containers import SparseArray
     if not isinstance(x, SparseArray):
         raise TypeError(f"x must be a gpusparse array, got {type(x).__name__}")
     if x.ndim == 0:
         raise ValueError("softmax needs at least one dimension")
-    axis = operator.index(axis)
-    if not -x.ndim <= axis < x.ndim:
-        raise AxisError(axis, x.ndim, msg_prefix="axis")
-    axis %= x.ndim
+    axis = check_axis(axis, x.ndim)
     dtype = _float_dtype(x.dtype)
     fill = dtype.type(-np.inf if log else 0)
     y = x if x.format != "coo" else canonical.coalesce(x)
