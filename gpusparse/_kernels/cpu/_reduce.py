@@ -17,7 +17,7 @@ from numba import prange
 from gpusparse._kernels._numba import jit, n_threads
 
 from gpusparse._kernels.cpu._common import PARALLEL_MIN, empty
-from gpusparse._kernels.cpu._segment import _OP_CODES, _better, _identity, _kernel_view
+from gpusparse._kernels.cpu._segment import _OP_CODES, _better, _combine, _identity, _kernel_view
 
 _REDUCE_BY_KEY_OPS = ("sum", "prod", "min", "max", "any", "all")
 
@@ -69,17 +69,6 @@ def _scatter_chunks(keys, values, op, private, private_counts, with_counts):
         _scatter_range(keys, values, op, lo, min(lo + per, n), private[c], private_counts[c], with_counts)
 
 
-@jit()
-def _fold(op, a, v):
-    if op == 0:
-        return a + v
-    if op == 1:
-        return a * v
-    if _better(op, v, a):
-        return v
-    return a
-
-
 @jit(parallel=True)
 def _combine_chunks(op, private, private_counts, out, counts, with_counts):
     n_chunks, n_out, width = private.shape
@@ -89,7 +78,7 @@ def _combine_chunks(op, private, private_counts, out, counts, with_counts):
             if with_counts:
                 total += private_counts[c, j]
             for f in range(width):
-                out[j, f] = private[c, j, f] if c == 0 else _fold(op, out[j, f], private[c, j, f])
+                out[j, f] = private[c, j, f] if c == 0 else _combine(op, out[j, f], private[c, j, f])
         if with_counts:
             counts[j] = total
 
