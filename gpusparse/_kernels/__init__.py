@@ -39,6 +39,7 @@ PRIMITIVES = (
     "segment_reduce",
     "compress",
     "expand",
+    "offsets",
     "scatter_dense",
     "gather",
     # runs of rows (gpusparse.ops.indexing, .manipulation)
@@ -178,10 +179,21 @@ class Primitives(Protocol):
         first position with ``rows[pos] >= r``.
         """
 
-    def expand(self, indptr, nnz):
+    def expand(self, indptr, nnz, out=None):
         """indptr (n_rows + 1,) non-decreasing from 0 to nnz; not validated.
 
-        Returns rows (nnz,) int64 with ``rows[p] = r`` for ``indptr[r] <= p < indptr[r+1]``.
+        Returns rows (nnz,) int64 with ``rows[p] = r`` for ``indptr[r] <= p < indptr[r+1]``,
+        written into ``out`` (a C-contiguous (nnz,) int64 array, e.g. a row
+        of a coordinate array) when given.
+        """
+
+    def offsets(self, counts):
+        """counts (n,) bool or integer, non-negative; not validated.
+
+        Returns out (n + 1,) int64, the running total before each element
+        with the grand total last: ``out[0] == 0``,
+        ``out[i + 1] == counts[:i + 1].sum()``. (Row pointers from row
+        lengths, output positions from match counts.)
         """
 
     def scatter_dense(self, keys, values, out):

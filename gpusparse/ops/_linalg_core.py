@@ -376,8 +376,7 @@ def esc_product(a, b, cdt):
         b_rows = B.coords[0]
         lo = xp.searchsorted(b_rows, a_cols, side="left")
         hi = xp.searchsorted(b_rows, a_cols, side="right")
-        ptr = xp.zeros(A.nnz + 1, dtype=np.int64)
-        xp.cumsum(hi - lo, out=ptr[1:])
+        ptr = k.offsets(hi - lo)
         total = int(to_host(ptr[-1:])[0])  # sync: the number of product terms
         src_a = k.expand(ptr, total)
         src_b = lo[src_a] + (xp.arange(total, dtype=np.int64) - ptr[src_a])

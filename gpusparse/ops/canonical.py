@@ -14,7 +14,7 @@ import numpy as np
 
 from gpusparse._device import device_scope, kernels_for, to_host, xp_for
 
-__all__ = ["coalesce", "make_compressed_canonical", "reorder", "sum_segments"]
+__all__ = ["coalesce", "make_compressed_canonical", "reorder", "sum_segments", "take_rows"]
 
 _KEY_LIMIT = 2**63  # linear keys must stay below this
 
@@ -97,6 +97,26 @@ def payload_values(payload, like):
     view = _PAYLOAD_VIEWS[row_bytes]
     bits = payload if row_bytes == 8 else payload.astype(view)
     return bits.reshape(-1, 1).view(like.dtype).reshape((-1,) + like.shape[1:])
+
+
+def take_rows(data, index, k):
+    """``data[index]`` along the first axis (any trailing shape) with the ``gather`` primitive.
+
+    ``index`` is an int64 array of in-bounds positions, not validated. On
+    the CPU this is a parallel gather (``numpy.take`` runs on one thread).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpusparse._device import as_device, kernels_for
+    >>> take_rows(np.arange(6).reshape(3, 2), np.array([2, 0]), kernels_for(as_device("cpu")))
+    array([[4, 5],
+           [0, 1]])
+    """
+    n, rest = data.shape[0], data.shape[1:]
+    rows = data.reshape(n, math.prod(rest)) if data.flags.c_contiguous else \
+        data.copy().reshape(n, math.prod(rest))
+    return k.gather(rows, index).reshape((index.shape[0],) + rest)
 
 
 def sum_segments(data, starts, perm, k):

@@ -295,6 +295,11 @@ def getitem(x, key):
         return _select(x, spec)
 
 
+def _taker(k):
+    """``take(a, index)``: rows of ``a`` at int64 ``index`` through the ``gather`` primitive."""
+    return lambda a, index: canonical.take_rows(a, index, k)
+
+
 def _out_dims(spec: _Key):
     """Output dimensions in order: ("slice", item) / ("new", item) / ("adv", j)."""
     out, adv_done = [], False
@@ -318,6 +323,7 @@ def _select(x, spec: _Key):
     coo = x if x.format == "coo" else convert.compressed_to_coo(x)
     S = x.sparse_dim
     coords = coo.coords
+    take = _taker(k)
     adv = [it for it in spec.items if it.kind == "adv"]
     adv_sp = [it for it in adv if it.dim < S]
     adv_dn = [it for it in adv if it.dim >= S]
@@ -351,10 +357,10 @@ def _select(x, spec: _Key):
     # 2. match advanced index tuples
     b = None
     if adv_sp:
-        entry_cols = [coords[it.dim] if src is None else xp.take(coords[it.dim], src) for it in adv_sp]
+        entry_cols = [coords[it.dim] if src is None else take(coords[it.dim], src) for it in adv_sp]
         ent, b = _match(entry_cols, [it.payload for it in adv_sp],
                         [x.shape[it.dim] for it in adv_sp], k, xp)
-        src = ent if src is None else xp.take(src, ent)
+        src = ent if src is None else take(src, ent)
     elif b_sparse:  # advanced indices on dense dimensions placed before sparse ones
         nb = math.prod(spec.bshape)
         base = xp.arange(coo.nnz, dtype=np.int64) if src is None else src
@@ -370,7 +376,7 @@ def _select(x, spec: _Key):
             rows.append(xp.zeros(n_out, dtype=np.int64))
         elif kind == "slice":
             row = remapped.get(ref.dim, coords[ref.dim])
-            rows.append(row if src is None else xp.take(row, src))
+            rows.append(row if src is None else take(row, src))
         else:
             if bcoords is None:
                 bcoords = k.delinearize(b, spec.bshape) if n_out else xp.zeros((len(spec.bshape), 0), np.int64)
@@ -378,7 +384,7 @@ def _select(x, spec: _Key):
     new_coords = xp.stack(rows) if rows else xp.zeros((0, n_out), dtype=np.int64)
 
     # 4. values: the dense part of the key applied to data
-    data = coo.data if src is None else xp.take(coo.data, src, axis=0)
+    data = coo.data if src is None else take(coo.data, src)
     dense_in_out = {id(ref) for kind, ref in out_dense if kind == "new"}
     key = [slice(None)]
     for it in spec.items:
@@ -457,10 +463,13 @@ def _match(entry_cols, index_cols, dims, k, xp):
     """Pairs ``(entry, b)`` with ``entry_cols[:, entry] == index_cols[:, b]``.
 
     Entry-major, ``b`` ascending within an entry. Index tuples are sorted by
-    their linear key; entries look their key up in a count table when the
-    key range is small and by binary search otherwise.
+    their linear key; entries count their matches through a count table when
+    the key range is small and by binary search otherwise, and the matches
+    are expanded from the running total of those counts (no compaction of
+    the entries that match).
     """
     n, nb = int(entry_cols[0].shape[0]), int(index_cols[0].shape[0])
+    take = _taker(k)
     if n == 0 or nb == 0:
         empty = xp.zeros(0, dtype=np.int64)
         return empty, empty
@@ -469,36 +478,23 @@ def _match(entry_cols, index_cols, dims, k, xp):
     if key_range <= max(_TABLE_MIN, 4 * (n + nb)):
         counts = xp.bincount(index_keys, minlength=key_range)
         _, order = k.sort_pairs(index_keys, None, bits)
-        begin = xp.cumsum(counts) - counts
-        found = xp.take(counts, entry_keys)
-        hit = xp.nonzero(found)[0]  # sync: entries with a match
-        first = xp.take(begin, xp.take(entry_keys, hit))
+        begin = k.offsets(counts)
+        found = take(counts, entry_keys)
+
+        def first_of(ent):
+            return take(begin, take(entry_keys, ent))
     else:
         sorted_keys, order = k.sort_pairs(index_keys, None, bits)
         first = xp.searchsorted(sorted_keys, entry_keys, side="left")
         found = xp.searchsorted(sorted_keys, entry_keys, side="right") - first
-        hit = xp.nonzero(found)[0]  # sync: entries with a match
-        first = xp.take(first, hit)
-    ent, b = _expand_matches(xp.take(found, hit), first, order, k, xp)
-    return xp.take(hit, ent) if ent is not None else hit, b
 
-
-def _expand_matches(found, first, order, k, xp):
-    """Matched entry ``i`` (``found[i] >= 1``) pairs with ``order[first[i]:first[i] + found[i]]``.
-
-    Returns ``(ent, b)``; ``ent`` is None when every entry matched once.
-    """
-    n = int(found.shape[0])
-    ends = xp.empty(n + 1, dtype=np.int64)
-    ends[0] = 0
-    xp.cumsum(found, out=ends[1:])
+        def first_of(ent):
+            return take(first, ent)
+    ends = k.offsets(found)
     total = int(to_host(ends[-1:])[0])  # sync: number of matches
-    if total == n:  # unique index values: one match per entry
-        return None, xp.take(order, first)
     ent = k.expand(ends, total)
-    j = xp.arange(total, dtype=np.int64) - xp.take(ends, ent)
-    b = xp.take(order, xp.take(first, ent) + j)
-    return ent, b
+    j = xp.arange(total, dtype=np.int64) - take(ends, ent)
+    return ent, take(order, first_of(ent) + j)
 
 
 def _tuple_keys(entry_cols, index_cols, dims, xp, k):
@@ -547,9 +543,7 @@ def _gather_rows(indptr, rows, arrays, k, xp):
     """
     starts, ends = _row_bounds(indptr, rows, xp)
     counts = ends - starts
-    new_indptr = xp.empty(rows.shape[0] + 1, dtype=np.int64)
-    new_indptr[0] = 0
-    xp.cumsum(counts, out=new_indptr[1:])
+    new_indptr = k.offsets(counts)
     total = int(to_host(new_indptr[-1:])[0])  # sync: size of the output
     return new_indptr, _copy_runs(arrays, starts, new_indptr[:-1], counts, total, k, xp)
 
@@ -564,7 +558,7 @@ def _copy_runs(arrays, src_starts, dst_starts, lengths, total, k, xp):
     """For each array (any trailing shape), rows ``src_starts[i]:+lengths[i]`` placed at ``dst_starts[i]``."""
     def flat(a):
         return xp.ascontiguousarray(a).reshape(a.shape[0], math.prod(a.shape[1:]))
-    outs = [xp.empty((total,) + tuple(a.shape[1:]), dtype=a.dtype) for a in arrays]
+    outs = [k.empty((total,) + tuple(a.shape[1:]), a.dtype) for a in arrays]
     for i in range(0, len(arrays), 2):
         pair = arrays[i: i + 2]
         if len(pair) == 2:
@@ -622,9 +616,7 @@ def _compressed_fast(x, spec: _Key):
             hi = k.segment_search(x.indices, lo, end, xp.full(n_major, mstart + mlength, dtype=np.int64))
             begin, end, searched = lo, hi, True
         counts = end - begin
-        indptr = xp.empty(n_major + 1, dtype=np.int64)
-        indptr[0] = 0
-        xp.cumsum(counts, out=indptr[1:])
+        indptr = k.offsets(counts)
         total = int(to_host(indptr[-1:])[0])  # sync: size of the output
         indices, data = _copy_runs([x.indices, x.data], begin, indptr[:-1], counts, total, k, xp)
         if searched:
@@ -633,9 +625,7 @@ def _compressed_fast(x, spec: _Key):
                 indices -= indices.dtype.type(mstart)
     if not minor_full and not searched:
         hit, q = _slice_hits(indices, mstart, mstep, mlength)
-        ends = xp.empty(hit.shape[0] + 1, dtype=np.int64)
-        ends[0] = 0
-        xp.cumsum(hit, out=ends[1:])
+        ends = k.offsets(hit)
         indptr = xp.take(ends, indptr)
         keep = xp.nonzero(hit)[0]  # sync: entries that survive
         indices, data = xp.take(q, keep), xp.take(data, keep, axis=0)

@@ -630,8 +630,8 @@ def concatenate(arrays, axis=0, *, expand_nonconcat_dim=False):
             offset += a.shape[axis]
         out = None
         if all_sorted and 0 < axis < S:
-            coords = [_shifted(a.coords, axis, off) for a, off in zip(coos, offsets)]
-            out = _interleave_sorted(coords, datas, out_shape, axis, fill, dev, all_unique)
+            out = _interleave_sorted([a.coords for a in coos], offsets, datas, out_shape, axis, fill, dev,
+                                     all_unique)
         if out is None:
             coords = _joined_coords(coos, offsets, axis if axis < S else None, xp)
             data = xp.concatenate(datas, axis=0)
@@ -647,15 +647,6 @@ def concatenate(arrays, axis=0, *, expand_nonconcat_dim=False):
     if len(formats) == 1 and arrays[0].format != "coo":
         return _keep_format(arrays[0], out)
     return out
-
-
-def _shifted(coords, axis, offset):
-    """``coords`` with ``offset`` added along ``axis`` (a copy only when ``offset``)."""
-    if not offset:
-        return coords
-    c = coords.copy()
-    c[axis] += offset
-    return c
 
 
 def _joined_coords(coos, offsets, axis, xp):
@@ -694,14 +685,16 @@ def _pad_block(a, out_shape, S, axis, offset, fill, xp):
     return block
 
 
-def _interleave_sorted(coords, datas, shape, axis, fill, dev, unique):
-    """Sorted inputs joined along ``axis`` in row-major order, without a sort.
+def _interleave_sorted(coords, offsets, datas, shape, axis, fill, dev, unique):
+    """Sorted COO inputs joined along a sparse ``axis > 0``, sorted, without a sort; None if too sparse.
 
-    ``coords[i]`` / ``datas[i]`` are input ``i``'s entries, already shifted
-    along ``axis``. Entries with equal prefixes ``coords[:axis]`` go in input
-    order, which is the joined array's row-major order, so each input's
-    prefix runs (``compress``) are copied into place (``copy_segments``):
-    O(nnz + prefixes). None when the prefix range is too large for that.
+    ``coords[i]`` / ``datas[i]`` are input ``i``'s entries, to be shifted by
+    ``offsets[i]`` along ``axis``. Entries with equal prefixes
+    ``coords[:axis]`` go in input order, which is the joined array's
+    row-major order, so each input's prefix runs (``compress``) are copied
+    into place (``copy_segments``) and the output's prefix coordinates are
+    expanded from the joined pointers: O(nnz + prefixes). None when the
+    prefix range is too large for that.
     """
     nnz = sum(int(c.shape[1]) for c in coords)
     n_prefix = math.prod(shape[:axis])
@@ -715,23 +708,29 @@ def _interleave_sorted(coords, datas, shape, axis, fill, dev, unique):
         prefix = c[0] if axis == 1 else k.linearize(xp.ascontiguousarray(c[:axis]), strides)
         pointers.append(k.compress(prefix, n_prefix, np.int64))
     counts = [xp.diff(p) for p in pointers]
-    out_ptr = xp.zeros(n_prefix + 1, dtype=np.int64)
-    for cnt in counts:
-        out_ptr[1:] += cnt
-    xp.cumsum(out_ptr[1:], out=out_ptr[1:])
+    total = counts[0].copy()
+    for cnt in counts[1:]:
+        total += cnt
+    out_ptr = k.offsets(total)
     width = math.prod(shape[S:])
-    out_coords = xp.empty((S, nnz), dtype=np.int64)
-    out_data = xp.empty((nnz,) + tuple(shape[S:]), dtype=datas[0].dtype)
+    out_coords = k.empty((S, nnz), np.int64)
+    if axis == 1:
+        k.expand(out_ptr, nnz, out=out_coords[0])
+    else:
+        out_coords[:axis] = k.delinearize(k.expand(out_ptr, nnz), shape[:axis])
+    out_data = k.empty((nnz,) + tuple(shape[S:]), datas[0].dtype)
     flat_out = out_data.reshape(nnz, width)
     before = out_ptr[:-1].copy()
-    for c, d, ptr, cnt in zip(coords, datas, pointers, counts):
+    for c, off, d, ptr, cnt in zip(coords, offsets, datas, pointers, counts):
         n = int(c.shape[1])
         if n == 0:
             continue
         src = ptr[:-1]
-        ins = [xp.ascontiguousarray(c[row]).reshape(n, 1) for row in range(S)]
+        ins = [xp.add(c[axis], off, out=k.empty(n, np.int64)) if off else c[axis]]
+        ins += [c[row] for row in range(axis + 1, S)]
+        ins = [xp.ascontiguousarray(row).reshape(n, 1) for row in ins]
         ins.append(xp.ascontiguousarray(d).reshape(n, width))
-        outs = [out_coords[row].reshape(nnz, 1) for row in range(S)] + [flat_out]
+        outs = [out_coords[row].reshape(nnz, 1) for row in range(axis, S)] + [flat_out]
         for i in range(0, len(ins), 2):
             if i + 1 < len(ins):
                 k.copy_segments(ins[i], src, before, cnt, outs[i], ins[i + 1], outs[i + 1])
@@ -783,8 +782,8 @@ def _concat_compressed(arrays, axis, out_shape, fill, dev):
                 indptr[1:] += c
             indptr[1:] = xp.cumsum(indptr[1:])
             before = xp.zeros(n_major, dtype=np.int64)
-            indices = xp.empty(nnz, dtype=dtype)
-            data = xp.empty((nnz,) + tuple(out_shape[2:]), dtype=arrays[0].dtype)
+            indices = k.empty(nnz, dtype)
+            data = k.empty((nnz,) + tuple(out_shape[2:]), arrays[0].dtype)
             offset = 0
             for a, c in zip(arrays, counts):
                 if a.nnz:

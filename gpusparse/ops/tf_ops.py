@@ -144,7 +144,7 @@ def fill_empty_rows(x, default_value):
         raise ValueError("fill_empty_rows needs at least one sparse dimension")
     value = normalize_fill_value(default_value, x.dtype) if np.ndim(default_value) == 0 else None
     dev = x.device
-    xp = xp_for(dev)
+    k, xp = kernels_for(dev), xp_for(dev)
     n_rows = x.shape[0]
     from gpusparse.containers import COO
     with device_scope(dev):
@@ -172,9 +172,7 @@ def fill_empty_rows(x, default_value):
             coo = convert.compressed_to_coo(x)
         # merge the new entries into the row-major order without a sort: an
         # empty row r goes where the entries of rows >= r begin
-        ends = xp.empty(n_rows + 1, dtype=np.int64)
-        ends[0] = 0
-        xp.cumsum(counts, out=ends[1:])
+        ends = k.offsets(counts)
         new_pos = xp.take(ends, missing) + xp.arange(n_new, dtype=np.int64)
         shift = xp.cumsum(empty.astype(np.int64))  # empty rows up to and including r
         old_pos = xp.arange(coo.nnz, dtype=np.int64) + xp.take(shift, coo.coords[0]) if coo.nnz else xp.zeros(0, np.int64)
@@ -341,7 +339,7 @@ def retain(x, to_retain):
 def _keep_entries(x, flags):
     """``x`` with the entries where ``flags`` (bool, (nnz,)) holds; keeps format and flags."""
     dev = x.device
-    xp = xp_for(dev)
+    k, xp = kernels_for(dev), xp_for(dev)
     with device_scope(dev):
         keep = xp.nonzero(flags)[0]  # sync: entries kept
         data = xp.take(x.data, keep, axis=0)
@@ -349,9 +347,7 @@ def _keep_entries(x, flags):
             from gpusparse.containers import COO
             return COO._from_parts(xp.take(x.coords, keep, axis=1), data, x.shape, x.fill_value, dev,
                                    sorted=x.sorted, unique=x.unique)
-        ends = xp.empty(x.nnz + 1, dtype=np.int64)
-        ends[0] = 0
-        xp.cumsum(flags, out=ends[1:])
+        ends = k.offsets(flags)
         indptr = xp.take(ends, x.indptr.astype(np.int64)).astype(x.index_dtype)
         indices = xp.take(x.indices, keep)
     return type(x)._from_parts(indptr, indices, data, x.shape, x.fill_value, dev)

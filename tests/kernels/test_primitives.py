@@ -382,6 +382,18 @@ def test_expand_reference(device, k, rng, index_dtype):
     indptr = np.concatenate([[0], np.cumsum(counts)]).astype(index_dtype)
     got = k.expand(put(indptr, device), int(indptr[-1]))
     np.testing.assert_array_equal(to_host(got), np.repeat(np.arange(30), counts))
+    into = put(np.full((2, int(indptr[-1])), -1, dtype=np.int64), device)
+    k.expand(put(indptr, device), int(indptr[-1]), out=into[1])
+    np.testing.assert_array_equal(to_host(into), [np.full(int(indptr[-1]), -1), np.repeat(np.arange(30), counts)])
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.uint8, np.int32, np.int64])
+@pytest.mark.parametrize("n", [0, 1, 7, 100_000])
+def test_offsets(device, k, rng, dtype, n):
+    counts = (rng.random(n) < 0.5) if dtype == np.bool_ else rng.integers(0, 100, n).astype(dtype)
+    got = k.offsets(put(counts, device))
+    assert got.dtype == np.int64 and got.shape == (n + 1,)
+    np.testing.assert_array_equal(to_host(got), np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]))
 
 
 # --------------------------------------------------------------------------

@@ -11,7 +11,9 @@ from gpusparse._kernels.cpu._common import empty
 from gpusparse._kernels.cpu._linalg import sddmm, spgemm, spmm, spmm_reduce, spmv
 from gpusparse._kernels.cpu._merge import merge_sorted
 from gpusparse._kernels.cpu._reduce import reduce_by_key
-from gpusparse._kernels.cpu._layout import compress, delinearize, expand, gather, linearize, scatter_dense
+from gpusparse._kernels.cpu._layout import (
+    compress, delinearize, expand, gather, linearize, offsets, scatter_dense,
+)
 from gpusparse._kernels.cpu._select import bucket_order, copy_segments, segment_search
 from gpusparse._kernels.cpu._segment import run_starts, segment_ids, segment_reduce, segment_starts, sortedness
 from gpusparse._kernels.cpu._sort import sort_pairs
@@ -26,6 +28,7 @@ __all__ = [
     "gather",
     "linearize",
     "merge_sorted",
+    "offsets",
     "reduce_by_key",
     "run_starts",
     "scatter_dense",

@@ -7,8 +7,8 @@ import math
 import numpy as np
 from numba import prange
 
-from gpusparse._kernels._numba import jit
-from gpusparse._kernels.cpu._common import empty
+from gpusparse._kernels._numba import jit, n_threads
+from gpusparse._kernels.cpu._common import PARALLEL_MIN, empty
 
 
 # --------------------------------------------------------------------------
@@ -108,10 +108,52 @@ def _expand(indptr, out):
             out[p] = r
 
 
-def expand(indptr, nnz):
+def expand(indptr, nnz, out=None):
     """indptr (n_rows + 1,) non-decreasing from 0 to nnz; not validated."""
-    out = empty(int(nnz), dtype=np.int64)
+    if out is None:
+        out = empty(int(nnz), dtype=np.int64)
     _expand(indptr, out)
+    return out
+
+
+# --------------------------------------------------------------------------
+# offsets (an exclusive running total): chunk totals, then each chunk's scan
+# --------------------------------------------------------------------------
+
+@jit(parallel=True)
+def _chunk_totals(counts, n_chunks, totals):
+    n = counts.size
+    chunk = (n + n_chunks - 1) // n_chunks
+    for c in prange(n_chunks):
+        total = np.int64(0)
+        for i in range(c * chunk, min(n, (c + 1) * chunk)):
+            total += np.int64(counts[i])
+        totals[c + 1] = total
+
+
+@jit(parallel=True)
+def _chunk_scans(counts, n_chunks, totals, out):
+    n = counts.size
+    chunk = (n + n_chunks - 1) // n_chunks
+    out[0] = 0
+    for c in prange(n_chunks):
+        running = totals[c]
+        for i in range(c * chunk, min(n, (c + 1) * chunk)):
+            running += np.int64(counts[i])
+            out[i + 1] = running
+
+
+def offsets(counts):
+    """counts (n,) bool or integer, non-negative; not validated."""
+    if counts.dtype == np.bool_:
+        counts = counts.view(np.uint8)
+    n_chunks = n_threads() if counts.size >= PARALLEL_MIN else 1
+    totals = np.zeros(n_chunks + 1, dtype=np.int64)
+    if n_chunks > 1:
+        _chunk_totals(counts, n_chunks, totals)
+        np.cumsum(totals, out=totals)
+    out = empty(counts.size + 1, dtype=np.int64)
+    _chunk_scans(counts, n_chunks, totals, out)
     return out
 
 

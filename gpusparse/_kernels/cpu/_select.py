@@ -6,16 +6,12 @@ import numpy as np
 from numba import prange, uint64
 
 from gpusparse._kernels._numba import jit
-from gpusparse._kernels.cpu._common import PARALLEL_MIN, empty
-
-#: Copies below this many words run serially: a copy is memory-bound, and
-#: thread hand-off costs more than it gains until the copy is large.
-PARALLEL_COPY_MIN = max(PARALLEL_MIN, 1 << 22)
-
+from gpusparse._kernels.cpu._common import empty
 
 # Indices are cast to uint64 inside the loops: Numba then skips the
 # negative-index wraparound on every access, which lets the copies vectorise
-# (2-3x faster than int64 indexing for the short runs of sparse rows).
+# (2-3x faster than int64 indexing for the short runs of sparse rows). Runs
+# are spread over the threads (prange).
 
 @jit(parallel=True)
 def _copy_segments(values, src_starts, dst_starts, lengths, width, out):
@@ -28,22 +24,12 @@ def _copy_segments(values, src_starts, dst_starts, lengths, width, out):
             out[dst + e] = values[src + e]
 
 
-@jit()
-def _copy_segments_serial(values, src_starts, dst_starts, lengths, width, out):
-    w = uint64(width)
-    for s in range(lengths.size):
-        src = uint64(src_starts[s]) * w
-        dst = uint64(dst_starts[s]) * w
-        for e in range(uint64(lengths[s]) * w):
-            out[dst + e] = values[src + e]
-
-
-@jit()
+@jit(parallel=True)
 def _copy_segments_pair(values, values2, src_starts, dst_starts, lengths, width, width2, out, out2):
     # Two arrays moved by the same runs in one pass: the cache misses of a
     # run's first rows in both arrays overlap instead of adding up.
     w, w2 = uint64(width), uint64(width2)
-    for s in range(lengths.size):
+    for s in prange(lengths.size):
         src = uint64(src_starts[s])
         dst = uint64(dst_starts[s])
         n = uint64(lengths[s])
@@ -53,10 +39,10 @@ def _copy_segments_pair(values, values2, src_starts, dst_starts, lengths, width,
             out2[dst * w2 + e] = values2[src * w2 + e]
 
 
-@jit()
+@jit(parallel=True)
 def _copy_pair_unit(values, values2, src_starts, dst_starts, lengths, out, out2):
     # _copy_segments_pair for rows of one word each (indices and scalar values)
-    for s in range(lengths.size):
+    for s in prange(lengths.size):
         src = uint64(src_starts[s])
         dst = uint64(dst_starts[s])
         n = uint64(lengths[s])
@@ -87,21 +73,19 @@ def copy_segments(values, src_starts, dst_starts, lengths, out, values2=None, ou
         return None
     flat_in, flat_out = _words(values), _words(out)
     width = flat_in.shape[1]
-    if values2 is not None and flat_out.size < PARALLEL_COPY_MIN:
-        flat_in2, flat_out2 = _words(values2), _words(out2)
-        if width == 1 and flat_in2.shape[1] == 1:
-            _copy_pair_unit(flat_in.reshape(-1), flat_in2.reshape(-1), src_starts, dst_starts, lengths,
-                            flat_out.reshape(-1), flat_out2.reshape(-1))
-            return None
+    if values2 is None:
+        if width:
+            _copy_segments(flat_in.reshape(-1), src_starts, dst_starts, lengths, np.int64(width),
+                           flat_out.reshape(-1))
+        return None
+    flat_in2, flat_out2 = _words(values2), _words(out2)
+    if width == 1 and flat_in2.shape[1] == 1:
+        _copy_pair_unit(flat_in.reshape(-1), flat_in2.reshape(-1), src_starts, dst_starts, lengths,
+                        flat_out.reshape(-1), flat_out2.reshape(-1))
+    else:
         _copy_segments_pair(flat_in.reshape(-1), flat_in2.reshape(-1), src_starts, dst_starts, lengths,
                             np.int64(width), np.int64(flat_in2.shape[1]), flat_out.reshape(-1),
                             flat_out2.reshape(-1))
-        return None
-    if width:
-        kernel = _copy_segments if flat_out.size >= PARALLEL_COPY_MIN else _copy_segments_serial
-        kernel(flat_in.reshape(-1), src_starts, dst_starts, lengths, np.int64(width), flat_out.reshape(-1))
-    if values2 is not None:
-        copy_segments(values2, src_starts, dst_starts, lengths, out2)
     return None
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "gather",
     "linearize",
     "merge_sorted",
+    "offsets",
     "reduce_by_key",
     "run_starts",
     "scatter_dense",
@@ -346,16 +347,26 @@ def compress(rows, n_rows, index_dtype):
     return indptr if kernel_dtype == index_dtype else indptr.astype(index_dtype)
 
 
-def expand(indptr, nnz):
+def expand(indptr, nnz, out=None):
     """indptr (n_rows + 1,) non-decreasing from 0 to nnz; not validated."""
     nnz = int(nnz)
-    rows = cupy.empty(nnz, dtype=_I64)
+    rows = cupy.empty(nnz, dtype=_I64) if out is None else out
     if nnz == 0:
         return rows
     indptr = _index_array(indptr)
     kernel = get_function("compress", "gs_expand", (indptr.dtype,))
     kernel((_blocks(nnz),), (_THREADS,), (indptr, _i64(indptr.size - 1), _i64(nnz), rows))
     return rows
+
+
+def offsets(counts):
+    """counts (n,) bool or integer, non-negative; not validated."""
+    counts = cupy.asarray(counts)
+    out = cupy.empty(counts.size + 1, dtype=_I64)
+    out[:1] = 0
+    if counts.size:
+        cupy.cumsum(counts, dtype=_I64, out=out[1:])
+    return out
 
 
 # --------------------------------------------------------------------------
