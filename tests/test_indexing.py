@@ -453,12 +453,14 @@ def test_segment_search_primitive(device, rng, index_dtype):
         np.testing.assert_array_equal(to_host(got), expected)
 
 
-def test_bucket_order_primitive(device, rng):
+@pytest.mark.parametrize("n, n_buckets", [(0, 3), (200, 9), (100_000, 9), (100_000, 70_000), (100_000, 400_000)])
+def test_bucket_order_primitive(device, rng, n, n_buckets):
     k, _ = _kernels(device)
-    keys = rng.integers(0, 9, 200).astype(np.int64)
-    dest, indptr = k.bucket_order(put(keys, device), 9)
+    keys = rng.integers(0, n_buckets, n).astype(np.int64)
+    dest, indptr = k.bucket_order(put(keys, device), n_buckets)
     order = np.argsort(keys, kind="stable")
     expected = np.empty_like(order)
     expected[order] = np.arange(keys.size)
     np.testing.assert_array_equal(to_host(dest), expected)
-    np.testing.assert_array_equal(to_host(indptr), np.concatenate([[0], np.cumsum(np.bincount(keys, minlength=9))]))
+    np.testing.assert_array_equal(
+        to_host(indptr), np.concatenate([[0], np.cumsum(np.bincount(keys, minlength=n_buckets))]))

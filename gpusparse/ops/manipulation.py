@@ -202,7 +202,6 @@ def permute_dims(x, axes=None):
     coo = sparsify(x, max(width, S)) if width > S else _coo(x)
     S = coo.sparse_dim
     with device_scope(dev):
-        coords = coo.coords[list(axes[:S])] if S else coo.coords
         data = xp.transpose(coo.data, (0,) + tuple(a - S + 1 for a in axes[S:]))
     shape = tuple(coo.shape[a] for a in axes)
     keeps_order = axes[:S] == tuple(range(S))
@@ -211,25 +210,33 @@ def permute_dims(x, axes=None):
             and axes[:S] == (moved,) + tuple(d for d in range(S) if d != moved)):
         # one axis moved to the front (a 2-D transpose): a stable sort on that
         # axis alone restores row-major order, since the rest is ordered already
-        k = kernels_for(dev)
-        with device_scope(dev):
-            if shape[0] <= 4 * coo.nnz + (1 << 16):  # one counting pass, then scatters
-                dest, starts = k.bucket_order(coords[0], shape[0])
-                n, width = coo.nnz, math.prod(data.shape[1:])
-                moved = xp.empty_like(coords)
-                moved[0] = k.expand(starts, n)
-                for d in range(1, S):
-                    k.scatter_dense(dest, coords[d].reshape(n, 1), moved[d].reshape(n, 1))
-                flat = xp.empty((n, width), dtype=data.dtype)
-                k.scatter_dense(dest, xp.ascontiguousarray(data).reshape(n, width), flat)
-                coords, data = moved, flat.reshape(data.shape)
-            else:
-                first, order = k.sort_pairs(coords[0], None, max(shape[0] - 1, 0).bit_length())
-                coords = xp.concatenate([first.reshape(1, -1), xp.take(coords[1:], order, axis=1)])
-                data = xp.take(data, order, axis=0)
+        coords, data = _stable_by_axis(coo.coords, data, list(axes[:S]), shape[0], dev)
         keeps_order = True
+    else:
+        with device_scope(dev):
+            coords = coo.coords[list(axes[:S])] if S else coo.coords
     return _new_coo(coords, data, shape, coo.fill_value, dev,
                     sorted=coo.sorted and keeps_order, unique=coo.unique)
+
+
+def _stable_by_axis(coords, data, rows, n_first, dev):
+    """``coords[rows]`` and ``data`` stably sorted by ``coords[rows[0]]`` (``n_first`` values)."""
+    k, xp = kernels_for(dev), xp_for(dev)
+    n, S = int(coords.shape[1]), len(rows)
+    with device_scope(dev):
+        if n_first <= 4 * n + (1 << 16):  # one counting pass, then scatters
+            dest, starts = k.bucket_order(coords[rows[0]], n_first)
+            width = math.prod(data.shape[1:])
+            out = k.empty((S, n), np.int64)
+            k.expand(starts, n, out=out[0])
+            for d in range(1, S):
+                k.scatter_dense(dest, coords[rows[d]].reshape(n, 1), out[d].reshape(n, 1))
+            flat = k.empty((n, width), data.dtype)
+            k.scatter_dense(dest, xp.ascontiguousarray(data).reshape(n, width), flat)
+            return out, flat.reshape(data.shape)
+        first, order = k.sort_pairs(coords[rows[0]], None, max(n_first - 1, 0).bit_length())
+        out = xp.concatenate([first.reshape(1, -1), xp.take(coords[rows[1:]], order, axis=1)])
+        return out, xp.take(data, order, axis=0)
 
 
 transpose = permute_dims
@@ -633,8 +640,10 @@ def concatenate(arrays, axis=0, *, expand_nonconcat_dim=False):
             out = _interleave_sorted([a.coords for a in coos], offsets, datas, out_shape, axis, fill, dev,
                                      all_unique)
         if out is None:
-            coords = _joined_coords(coos, offsets, axis if axis < S else None, xp)
-            data = xp.concatenate(datas, axis=0)
+            k = kernels_for(dev)
+            coords = _joined_coords(coos, offsets, axis if axis < S else None, k)
+            data = xp.concatenate(datas, axis=0, out=k.empty((coords.shape[1],) + datas[0].shape[1:],
+                                                             datas[0].dtype))
     if out is None:
         if S == 0:  # one block at most: the padded blocks add up
             data = _reduce_to_one(_new_coo(coords, data, out_shape, fill, dev, sorted=False, unique=False))
@@ -649,13 +658,13 @@ def concatenate(arrays, axis=0, *, expand_nonconcat_dim=False):
     return out
 
 
-def _joined_coords(coos, offsets, axis, xp):
+def _joined_coords(coos, offsets, axis, k):
     """The coordinates of ``coos`` side by side, shifted by ``offsets`` along a sparse ``axis``.
 
     Written once into the output (no shifted copies of the inputs first).
     """
     S = coos[0].coords.shape[0]
-    out = xp.empty((S, sum(a.nnz for a in coos)), dtype=np.int64)
+    out = k.empty((S, sum(a.nnz for a in coos)), np.int64)
     start = 0
     for a, off in zip(coos, offsets):
         stop = start + a.nnz

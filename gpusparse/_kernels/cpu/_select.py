@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from numba import prange, uint64
 
-from gpusparse._kernels._numba import jit
-from gpusparse._kernels.cpu._common import empty
+from gpusparse._kernels._numba import jit, n_threads
+from gpusparse._kernels.cpu._common import PARALLEL_MIN, empty
 
 # Indices are cast to uint64 inside the loops: Numba then skips the
 # negative-index wraparound on every access, which lets the copies vectorise
@@ -117,18 +117,40 @@ def segment_search(keys, starts, ends, values, side="left"):
     return out
 
 
+@jit(parallel=True)
+def _chunk_histograms(keys, hist):
+    # hist (n_chunks, n_buckets + 1): chunk c counts its keys in row c
+    n_chunks, n = hist.shape[0], keys.size
+    chunk = (n + n_chunks - 1) // n_chunks
+    for c in prange(n_chunks):
+        for i in range(c * chunk, min(n, (c + 1) * chunk)):
+            hist[c, uint64(keys[i])] += 1
+
+
 @jit()
-def _bucket_order(keys, indptr, dest):
-    # counting sort: histogram, exclusive scan, stable placement
-    for i in range(keys.size):
-        indptr[uint64(keys[i]) + uint64(1)] += 1
-    for b in range(1, indptr.size):
-        indptr[b] += indptr[b - 1]
-    next_free = indptr[:-1].copy()
-    for i in range(keys.size):
-        k = uint64(keys[i])
-        dest[i] = next_free[k]
-        next_free[k] += 1
+def _bucket_scan(hist, indptr):
+    # exclusive scan in (bucket, chunk) order: hist[c, b] becomes the first
+    # position of chunk c's keys in bucket b, so placement stays stable
+    n_chunks = hist.shape[0]
+    running = 0
+    for b in range(indptr.size - 1):
+        indptr[b] = running
+        for c in range(n_chunks):
+            count = hist[c, b]
+            hist[c, b] = running
+            running += count
+    indptr[indptr.size - 1] = running
+
+
+@jit(parallel=True)
+def _chunk_place(keys, hist, dest):
+    n_chunks, n = hist.shape[0], keys.size
+    chunk = (n + n_chunks - 1) // n_chunks
+    for c in prange(n_chunks):
+        for i in range(c * chunk, min(n, (c + 1) * chunk)):
+            b = uint64(keys[i])
+            dest[i] = hist[c, b]
+            hist[c, b] += 1
 
 
 def bucket_order(keys, n_buckets):
@@ -137,9 +159,16 @@ def bucket_order(keys, n_buckets):
     Returns ``(dest, indptr)``: ``dest[i]`` is the position of element ``i``
     in the stable sorted order of ``keys`` (equal keys keep their input
     order), and ``indptr`` (n_buckets + 1,) int64 the first position of each
-    bucket. One counting pass (SciPy's ``tocsc`` ordering), for small ranges.
+    bucket. A counting sort (SciPy's ``tocsc`` ordering), for small ranges:
+    each thread counts and places a chunk of the keys, with its own
+    histogram as long as the histograms stay smaller than the keys.
     """
-    indptr = np.zeros(int(n_buckets) + 1, dtype=np.int64)
+    n_buckets = int(n_buckets)
+    n_chunks = max(1, min(n_threads(), 2 * keys.size // max(n_buckets, 1))) if keys.size >= PARALLEL_MIN else 1
+    hist = np.zeros((n_chunks, n_buckets + 1), dtype=np.int64)
+    indptr = np.empty(n_buckets + 1, dtype=np.int64)
     dest = empty(keys.size, dtype=np.int64)
-    _bucket_order(keys, indptr, dest)
+    _chunk_histograms(keys, hist)
+    _bucket_scan(hist, indptr)
+    _chunk_place(keys, hist, dest)
     return dest, indptr
