@@ -279,6 +279,28 @@ def test_compressed_formats(device, case, fmt, other, func):
 
 
 @EXAMPLES
+@given(case=coo_cases(sparse_dim=2, max_dense_dim=1, max_side=6, max_nnz=24,
+                      dtypes=[np.float64, np.int32, np.complex128, np.bool_]),
+       fmt=st.sampled_from(["csr", "csc"]), shift=st.integers(1, 3),
+       func=st.sampled_from([np.add, np.subtract, np.multiply, np.maximum, np.greater, np.logical_and]))
+def test_compressed_pairs_with_different_patterns(device, case, fmt, shift, func):
+    # Two CSR (CSC) operands whose patterns overlap in part: the second is the
+    # first with its columns rolled, so rows merge with and without matches.
+    x = case.build(device).asformat(fmt)
+    coords = case.coords.copy()
+    coords[1] = (coords[1] + shift) % max(case.shape[1], 1)
+    y = COO(coords, case.data, case.shape, fill_value=case.fill_value, device=device).asformat(fmt)
+    dense = case.dense()
+    try:
+        expected = oracle(func, dense, np.roll(dense, shift, axis=1))
+    except TypeError:
+        return
+    result = quiet(func, x, y)
+    assert result.format == fmt
+    check_result(result, expected)
+
+
+@EXAMPLES
 @given(case=coo_cases(min_ndim=1, max_ndim=3, max_dense_dim=0, dtypes=[np.float64, np.int64, np.bool_]),
        func=st.sampled_from([np.add, np.multiply, np.maximum, np.logical_or, np.greater]))
 def test_fill_values_and_coordinates_match_pydata(case, func):

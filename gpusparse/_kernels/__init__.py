@@ -48,6 +48,7 @@ PRIMITIVES = (
     "bucket_order",
     # elementwise plans (gpusparse.ops.elementwise)
     "merge_sorted",
+    "merge_rows",
     # reductions (gpusparse.ops.reductions)
     "reduce_by_key",
     # products (gpusparse.ops.linalg)
@@ -170,6 +171,20 @@ class Primitives(Protocol):
         number of outputs. The arrays hold at least ``count`` entries (the
         CUDA implementation returns capacity ``na + nb`` or ``min(na, nb)``
         without synchronising); entries past ``count`` are undefined.
+        """
+
+    def merge_rows(self, a_indptr, a_indices, b_indptr, b_indices, n_minor, how):
+        """Two canonical compressed structures (indices sorted, unique per row) with the same rows; not validated.
+
+        ``a_indptr``/``b_indptr`` (n_rows + 1,) int32/int64,
+        ``a_indices``/``b_indices`` in ``[0, n_minor)``, and
+        ``n_rows * n_minor < 2**63``. ``merge_sorted`` of the rows' linear
+        keys, row by row: returns ``(indptr, indices, a_index, b_index)``,
+        the merged structure (``indptr`` (n_rows + 1,) int64, ``indices``
+        of the inputs' common index dtype) and each output's position in
+        ``a_indices`` and ``b_indices`` (int64, -1 where absent), exactly
+        sized. ``how`` is ``"union"`` or ``"intersection"``. Synchronises
+        to size the output. (CSR + CSR without linear keys.)
         """
 
     def compress(self, rows, n_rows, index_dtype):

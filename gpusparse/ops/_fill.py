@@ -12,7 +12,7 @@ import numpy as np
 
 from gpusparse._device import to_host
 
-__all__ = ["drop", "fill_mask", "is_nan"]
+__all__ = ["drop", "fill_mask", "is_nan", "kept"]
 
 
 def is_nan(value) -> bool:
@@ -41,16 +41,24 @@ def fill_mask(values, fill, xp):
     return eq
 
 
-def drop(coords, values, fill, xp):
-    """Entries whose value (whole block) differs from ``fill``."""
+def kept(values, fill, xp):
+    """A bool mask of the entries whose value (whole block) differs from ``fill``; None if all do."""
     if values.shape[0] == 0:
-        return coords, values
+        return None
     if not is_nan(fill) and values.ndim == 1:  # the common case: one comparison pass
         equal = values == fill
         if not bool(to_host(equal.any())):  # sync: anything to drop?
-            return coords, values
+            return None
     keep = ~fill_mask(values, fill, xp)
     if bool(to_host(keep.all())):  # sync: anything to drop?
+        return None
+    return keep
+
+
+def drop(coords, values, fill, xp):
+    """Entries whose value (whole block) differs from ``fill``."""
+    keep = kept(values, fill, xp)
+    if keep is None:
         return coords, values
     index = xp.nonzero(keep)[0]  # sync: the number of entries kept
     return xp.take(coords, index, axis=1), xp.take(values, index, axis=0)

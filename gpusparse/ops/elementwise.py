@@ -34,6 +34,7 @@ replaced by the function of the same name of the device's array module.
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import warnings
@@ -45,7 +46,7 @@ from gpusparse._dtypes import VALUE_DTYPES, check_value_dtype, index_dtype_for
 from gpusparse._options import get_option
 from gpusparse.ops import canonical
 from gpusparse.ops._broadcast import as_coo, broadcast_coo, broadcast_shapes, gather_dense, sparse_prefix
-from gpusparse.ops._fill import drop, fill_mask
+from gpusparse.ops._fill import drop, fill_mask, kept
 from gpusparse.ops._merge_plan import (compressed_in_order, keys_of, keys_of_compressed, permuted, spread,
                                        union_by_sort, unravel)
 
@@ -508,6 +509,8 @@ def _sparse_result(func, dfunc, operands, kwargs, shape, fills, dtypes, dev, kee
         return (_finish(coords, data, fills[0], dtypes[0], shape, prefix, dense_shape,
                         (False, False), "coo", dev, keep_fill_entries),)
 
+    if _rows_mergeable(sparse, operands, shape, order):
+        return _compressed_merge(dfunc, operands, kwargs, shape, fills, dtypes, dev, keep_fill_entries)
     coalesced, coords, maps, present = _merge_plan(part, dfunc, operands, kwargs, fills, shape,
                                                    prefix, order, k, xp)
     values = [spread(y.data, m, y.fill_value, k, xp, p)
@@ -523,6 +526,36 @@ def _sparse_result(func, dfunc, operands, kwargs, shape, fills, dtypes, dev, kee
         else:
             out.append(_finish(natural, v, fill, dt, shape, prefix, dense_shape, (True, True), fmt, dev,
                                keep_fill_entries))
+    return tuple(out)
+
+
+def _rows_mergeable(sparse, operands, shape, order) -> bool:
+    """Two CSR (CSC) operands of the result's shape, nothing dense: a row-by-row merge (``merge_rows``)."""
+    return (len(sparse) == 2 and all(op.kind != "dense" for op in operands)
+            and all(compressed_in_order(op.value, shape, order) for op in sparse)
+            and math.prod(shape[:2]) < 2**63)
+
+
+def _compressed_merge(dfunc, operands, kwargs, shape, fills, dtypes, dev, keep_fill_entries):
+    """Two canonical CSR (CSC) operands merged row by row into CSR (CSC) results."""
+    k, xp = kernels_for(dev), xp_for(dev)
+    a, b = (op.value for op in operands if op.kind == "sparse")
+    vanish = all(_vanishes(dfunc, operands, i, y.data, None, shape, 2, kwargs, fills, xp)
+                 for i, y in enumerate((a, b)))
+    how = "intersection" if vanish else "union"
+    indptr, indices, left, right = k.merge_rows(a.indptr, a.indices, b.indptr, b.indices,
+                                                shape[1 - a._major_axis], how)
+    values = [spread(y.data, m, y.fill_value, k, xp, vanish) for y, m in ((a, left), (b, right))]
+    scratch = values[0] if values[0].dtype == dtypes[0] else None  # ours: may be overwritten
+    results = _evaluate(dfunc, operands, values, None, shape, 2, kwargs, xp, out=scratch)
+    n = int(indices.shape[0])
+    index_dtype = np.promote_types(indices.dtype, index_dtype_for(n))  # the inputs' where it holds n
+    indptr, indices = indptr.astype(index_dtype, copy=False), indices.astype(index_dtype, copy=False)
+    out = []
+    for v, fill, dt in zip(results, fills, dtypes):
+        v = _prepare_values(v, dt, n, tuple(shape[2:]), xp)
+        y = type(a)._from_parts(indptr, indices, v, shape, np.asarray(fill).astype(dt)[()], dev)
+        out.append(y if keep_fill_entries else prune(y))
     return tuple(out)
 
 
@@ -792,15 +825,13 @@ def prune(x):
     k, xp = kernels_for(dev), xp_for(dev)
     with device_scope(dev):
         if x.format != "coo":
-            if x.nnz == 0:
-                return x
-            keep = ~fill_mask(x.data, x.fill_value, xp)
-            if bool(to_host(keep.all())):  # sync: anything to drop?
+            keep = kept(x.data, x.fill_value, xp)
+            if keep is None:
                 return x
             index = xp.nonzero(keep)[0]  # sync: the number of entries kept
-            majors = xp.take(k.expand(x.indptr, x.nnz), index)
-            indptr = k.compress(majors, x.shape[x._major_axis], x.index_dtype)
-            return type(x)._from_parts(indptr, xp.take(x.indices, index), xp.take(x.data, index, axis=0),
+            indptr = xp.take(k.offsets(keep), x.indptr).astype(x.index_dtype, copy=False)
+            take = functools.partial(canonical.take_rows, k=k)
+            return type(x)._from_parts(indptr, take(x.indices, index), take(x.data, index),
                                        x.shape, x.fill_value, dev)
         coo = x
         if not coo.unique and not (x.fill_value == 0):

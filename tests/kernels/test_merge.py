@@ -82,3 +82,47 @@ def test_large_inputs_split_across_threads_and_tiles(device, k, rng, layout, how
 def test_rejects_unknown_how(device, k):
     with pytest.raises(ValueError, match="how"):
         k.merge_sorted(put(np.zeros(1, np.int64), device), put(np.zeros(1, np.int64), device), "outer")
+
+
+# --------------------------------------------------------------------------
+# merge_rows: the same merge row by row, checked against merge_sorted's reference on linear keys
+# --------------------------------------------------------------------------
+
+def _random_structure(rng, n_rows, n_minor, density, index_dtype):
+    mask = rng.random((n_rows, n_minor)) < density
+    indptr = np.concatenate([[0], np.cumsum(mask.sum(axis=1))]).astype(index_dtype)
+    return indptr, np.nonzero(mask)[1].astype(index_dtype)
+
+
+def check_rows(k, device, a, b, n_minor, how):
+    (a_ptr, a_idx), (b_ptr, b_idx) = a, b
+    n_rows = a_ptr.size - 1
+    a_keys = np.repeat(np.arange(n_rows), np.diff(a_ptr)) * n_minor + a_idx
+    b_keys = np.repeat(np.arange(n_rows), np.diff(b_ptr)) * n_minor + b_idx
+    keys, ia, ib = ref_merge(a_keys, b_keys, how)
+    indptr, indices, got_a, got_b = k.merge_rows(put(a_ptr, device), put(a_idx, device), put(b_ptr, device),
+                                                 put(b_idx, device), n_minor, how)
+    assert indptr.dtype == np.int64 and indptr.shape == (n_rows + 1,)
+    assert indices.dtype == np.result_type(a_idx.dtype, b_idx.dtype)
+    np.testing.assert_array_equal(to_host(indptr), np.searchsorted(keys // max(n_minor, 1), np.arange(n_rows + 1)))
+    np.testing.assert_array_equal(to_host(indices), keys % max(n_minor, 1))
+    np.testing.assert_array_equal(to_host(got_a), ia)
+    np.testing.assert_array_equal(to_host(got_b), ib)
+
+
+@pytest.mark.parametrize("how", ["union", "intersection"])
+@pytest.mark.parametrize("index_dtypes", [(np.int32, np.int32), (np.int32, np.int64), (np.int64, np.int64)])
+@pytest.mark.parametrize("n_rows, n_minor, density", [(0, 5, 0.5), (1, 1, 1.0), (7, 0, 0.5), (30, 40, 0.2),
+                                                      (3000, 50, 0.1), (40, 3000, 0.3)])
+def test_merge_rows(device, k, rng, how, index_dtypes, n_rows, n_minor, density):
+    a = _random_structure(rng, n_rows, n_minor, density, index_dtypes[0])
+    b = _random_structure(rng, n_rows, n_minor, density, index_dtypes[1])
+    check_rows(k, device, a, b, n_minor, how)
+    check_rows(k, device, b, a, n_minor, how)
+    check_rows(k, device, a, a, n_minor, how)
+
+
+def test_merge_rows_rejects_unknown_how(device, k):
+    ptr, idx = np.zeros(2, np.int64), np.zeros(0, np.int64)
+    with pytest.raises(ValueError, match="how"):
+        k.merge_rows(put(ptr, device), put(idx, device), put(ptr, device), put(idx, device), 1, "outer")

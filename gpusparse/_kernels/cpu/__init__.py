@@ -9,7 +9,7 @@ disk through ``gpusparse._kernels._numba.jit``.
 
 from gpusparse._kernels.cpu._common import empty
 from gpusparse._kernels.cpu._linalg import sddmm, spgemm, spmm, spmm_reduce, spmv
-from gpusparse._kernels.cpu._merge import merge_sorted
+from gpusparse._kernels.cpu._merge import merge_rows, merge_sorted
 from gpusparse._kernels.cpu._reduce import reduce_by_key
 from gpusparse._kernels.cpu._layout import (
     compress, delinearize, expand, gather, linearize, offsets, scatter_dense,
@@ -27,6 +27,7 @@ __all__ = [
     "expand",
     "gather",
     "linearize",
+    "merge_rows",
     "merge_sorted",
     "offsets",
     "reduce_by_key",

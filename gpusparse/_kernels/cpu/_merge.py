@@ -17,8 +17,8 @@ import numpy as np
 from numba import prange
 
 from gpusparse._kernels._numba import jit, n_threads
-
 from gpusparse._kernels.cpu._common import PARALLEL_MIN, empty
+from gpusparse._kernels.cpu._layout import offsets
 
 _HOW = {"union": 0, "intersection": 1}
 
@@ -177,3 +177,41 @@ def merge_sorted(a_keys, b_keys, how):
     else:
         _merge_write(a_keys, b_keys, code, bounds, offsets, keys, ia, ib)
     return keys, ia, ib, np.asarray(n_out, dtype=np.int64)
+
+
+# --------------------------------------------------------------------------
+# merge_rows: the same merges row by row (canonical CSR/CSC operands)
+# --------------------------------------------------------------------------
+
+@jit(parallel=True)
+def _row_merge_counts(a_ptr, a_idx, b_ptr, b_idx, how, counts):
+    for r in prange(counts.size):
+        i, i_end, j, j_end = a_ptr[r], a_ptr[r + 1], b_ptr[r], b_ptr[r + 1]
+        m = _count_matches(a_idx, b_idx, i, i_end, j, j_end)
+        counts[r] = m if how == 1 else (i_end - i) + (j_end - j) - m
+
+
+@jit(parallel=True)
+def _row_merge_write(a_ptr, a_idx, b_ptr, b_idx, how, indptr, indices, ia, ib):
+    for r in prange(indptr.size - 1):
+        i, i_end, j, j_end = a_ptr[r], a_ptr[r + 1], b_ptr[r], b_ptr[r + 1]
+        if how == 0:
+            _write_union(a_idx, b_idx, i, i_end, j, j_end, indptr[r], indices, ia, ib)
+        else:
+            _write_intersection(a_idx, b_idx, i, i_end, j, j_end, indptr[r], indices, ia, ib)
+
+
+def merge_rows(a_indptr, a_indices, b_indptr, b_indices, n_minor, how):
+    """Two canonical compressed structures (indices sorted, unique per row) with the same rows; not validated."""
+    if how not in _HOW:
+        raise ValueError(f"how must be 'union' or 'intersection', got {how!r}")
+    code = _HOW[how]
+    counts = empty(a_indptr.size - 1, dtype=np.int64)
+    _row_merge_counts(a_indptr, a_indices, b_indptr, b_indices, code, counts)
+    indptr = offsets(counts)
+    n_out = int(indptr[-1])
+    indices = empty(n_out, dtype=np.result_type(a_indices.dtype, b_indices.dtype))
+    ia = empty(n_out, dtype=np.int64)
+    ib = empty(n_out, dtype=np.int64)
+    _row_merge_write(a_indptr, a_indices, b_indptr, b_indices, code, indptr, indices, ia, ib)
+    return indptr, indices, ia, ib

@@ -33,6 +33,7 @@ __all__ = [
     "expand",
     "gather",
     "linearize",
+    "merge_rows",
     "merge_sorted",
     "offsets",
     "reduce_by_key",
@@ -434,6 +435,30 @@ def gather(values, index, fill=None):
 def merge_sorted(a_keys, b_keys, how):
     """a_keys (na,), b_keys (nb,) int64, each strictly increasing; not validated."""
     return _merge.merge_sorted(a_keys, b_keys, how)
+
+
+def merge_rows(a_indptr, a_indices, b_indptr, b_indices, n_minor, how):
+    """Two canonical compressed structures (indices sorted, unique per row) with the same rows; not validated.
+
+    Composed: ``merge_sorted`` of the linear keys ``row * n_minor + index``
+    (merge-path over all entries balances rows of any length), then the
+    merged keys split back into rows and indices.
+    """
+    n_rows = int(a_indptr.size) - 1
+    n_minor = int(n_minor)
+
+    def keys(indptr, indices):
+        out = expand(indptr, indices.size)
+        out *= n_minor
+        out += indices
+        return out
+
+    merged, a_index, b_index, count = merge_sorted(keys(a_indptr, a_indices), keys(b_indptr, b_indices), how)
+    n = int(count)  # sync: the size of the merged structure
+    rows = merged[:n] // n_minor
+    index_dtype = np.result_type(a_indices.dtype, b_indices.dtype)
+    indices = (merged[:n] - rows * n_minor).astype(index_dtype)
+    return compress(rows, n_rows, _I64), indices, a_index[:n], b_index[:n]
 
 
 # --------------------------------------------------------------------------
