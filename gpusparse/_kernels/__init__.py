@@ -147,7 +147,7 @@ class Primitives(Protocol):
         """
 
     def reduce_by_key(self, keys, values, n_out, op, with_counts=True):
-        """keys (n,) int64 in [0, n_out); values (n, w); not validated.
+        """keys (n,) int32/int64 in [0, n_out); values (n, w); not validated.
 
         Returns ``(out, counts)``: ``out`` (n_out, w) with ``out[j] =
         op(values[i] for i with keys[i] == j)`` (bool for ``any``/``all``,

@@ -353,9 +353,8 @@ def _reduce_major(x, mono, out_dtype, k, xp):
     data = x.data if x.data.dtype == out_dtype else x.data.astype(out_dtype)
     fill = np.asarray(x.fill_value).astype(out_dtype)[()]
     out_fill = mono.power(fill, n_major)
-    keys = x.indices.astype(np.int64, copy=False)
     width = math.prod(x.shape[2:])
-    return _reduce_by_key(keys, data.reshape(x.nnz, width), mono, (n_minor,), tuple(x.shape[2:]), n_major, fill,
+    return _reduce_by_key(x.indices, data.reshape(x.nnz, width), mono, (n_minor,), tuple(x.shape[2:]), n_major, fill,
                           out_fill, out_dtype, x.device, k, xp)
 
 

@@ -120,8 +120,9 @@ def _empty_value(op, dtype):
 @pytest.mark.parametrize("op", ["sum", "prod", "min", "max", "any", "all"])
 @pytest.mark.parametrize("dtype", [np.float64, np.int16, np.uint8, np.complex64, np.bool_])
 def test_reduce_by_key_against_reference(device, k, rng, op, dtype):
-    for n, n_out, width in [(0, 5, 1), (7, 3, 2), (300, 40, 1), (50_000, 1000, 1), (50_000, 7, 3)]:
-        keys = rng.integers(0, n_out, n).astype(np.int64)
+    cases = [(0, 5, 1), (7, 3, 2), (300, 40, 1), (50_000, 1000, 1), (50_000, 7, 3)]
+    for (n, n_out, width), key_dtype in zip(cases, [np.int64, np.int32, np.int64, np.int32, np.int64]):
+        keys = rng.integers(0, n_out, n).astype(key_dtype)
         values = rng.integers(-3, 4, size=(n, width)).astype(dtype)
         if np.dtype(dtype).kind == "f" and n:
             values[rng.integers(0, n, 3)] = np.nan

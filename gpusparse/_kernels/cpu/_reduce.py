@@ -108,7 +108,7 @@ def _logic_chunks(keys, values, is_all, private, private_counts, with_counts):
 
 
 def reduce_by_key(keys, values, n_out, op, with_counts=True):
-    """keys (n,) int64 in [0, n_out); values (n, w); not validated."""
+    """keys (n,) int32/int64 in [0, n_out); values (n, w); not validated."""
     if op not in _REDUCE_BY_KEY_OPS:
         raise ValueError(f"op must be one of {_REDUCE_BY_KEY_OPS}, got {op!r}")
     n_out = int(n_out)

@@ -466,5 +466,5 @@ def merge_rows(a_indptr, a_indices, b_indptr, b_indices, n_minor, how):
 # --------------------------------------------------------------------------
 
 def reduce_by_key(keys, values, n_out, op, with_counts=True):
-    """keys (n,) int64 in [0, n_out); values (n, w); not validated."""
+    """keys (n,) int32/int64 in [0, n_out); values (n, w); not validated."""
     return _reduce.reduce_by_key(keys, values, n_out, op, with_counts)

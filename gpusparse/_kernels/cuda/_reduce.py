@@ -38,7 +38,7 @@ def _identity(op, dtype):
 
 
 def reduce_by_key(keys, values, n_out, op, with_counts=True):
-    """keys (n,) int64 in [0, n_out); values (n, w); not validated."""
+    """keys (n,) int32/int64 in [0, n_out); values (n, w); not validated."""
     from gpusparse._kernels import cuda as k
     if op not in _OPS:
         raise ValueError(f"op must be one of {_OPS}, got {op!r}")
