@@ -9,6 +9,7 @@ on every device the ``device`` fixture yields.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import warnings
@@ -468,7 +469,11 @@ def test_multiply_uses_the_intersection_unless_values_are_not_finite(device):
     assert r.nnz == 1
     assert_sparse_equal(r, np.array([0.0, 8.0, 0.0, 0.0]))
     c = COO([[0, 1]], [np.inf, 2.0], shape=(4,), device=device)
-    r2 = c * b
+    # inf * 0: NumPy warns on the CPU; CuPy never warns about floating-point errors
+    warns = pytest.warns(RuntimeWarning, match="invalid value") if device.kind == "cpu" else \
+        contextlib.nullcontext()
+    with warns:
+        r2 = c * b
     assert_sparse_equal(r2, np.array([np.nan, 8.0, 0.0, 0.0]))
 
 
@@ -483,7 +488,7 @@ def test_named_functions(device, case):
     dense = case.dense()
     kind = case.dtype.kind
     checks = [
-        (ew.abs, np.absolute, kind != "b" or True),
+        (ew.abs, np.absolute, True),
         (ew.isnan, np.isnan, True),
         (ew.isfinite, np.isfinite, True),
         (ew.conj, np.conjugate, True),
