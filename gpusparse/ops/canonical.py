@@ -210,9 +210,14 @@ def make_compressed_canonical(x) -> None:
         return
     dev = x.device
     k, xp = kernels_for(dev), xp_for(dev)
+    n_minor = x.shape[1 - x._major_axis]
     with device_scope(dev):
-        majors = k.expand(x.indptr, x.nnz)
-        keys = xp.stack([majors, x.indices.astype(np.int64)])
+        keys = k.expand(x.indptr, x.nnz)  # the majors, made linear keys in place
+        if x.shape[x._major_axis] * n_minor < _KEY_LIMIT:
+            keys *= n_minor
+            keys += x.indices
+        else:  # compared as (major, minor) pairs
+            keys = xp.stack([keys, x.indices.astype(np.int64)])
         if int(to_host(k.sortedness(keys))) == 2:  # sync: canonical already?
             return
     canonical = coo_to_compressed(compressed_to_coo(x, trusted=False), type(x), index_dtype=x.index_dtype)
