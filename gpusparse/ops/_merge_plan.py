@@ -82,16 +82,12 @@ def keys_of_compressed(x, order, k, xp):
                   lambda: xp.stack([k.expand(x.indptr, x.nnz), x.indices.astype(np.int64)]))
 
 
-def spread(data, index, fill, k, xp, all_present=False):
+def spread(data, index, fill, k, all_present=False):
     """``data[index]`` with ``fill`` where ``index`` is -1 (one gather primitive).
 
     ``all_present``: ``index`` has no -1 (an intersection plan).
     """
-    if all_present:
-        return xp.take(data, index, axis=0)
-    n, rest = data.shape[0], data.shape[1:]
-    rows = xp.ascontiguousarray(data).reshape(n, math.prod(rest))
-    return k.gather(rows, index, fill).reshape((index.shape[0],) + rest)
+    return canonical.take_rows(data, index, k, None if all_present else fill)
 
 
 def union_by_sort(parts, shape_perm, k, xp):

@@ -99,11 +99,12 @@ def payload_values(payload, like):
     return bits.reshape(-1, 1).view(like.dtype).reshape((-1,) + like.shape[1:])
 
 
-def take_rows(data, index, k):
+def take_rows(data, index, k, fill=None):
     """``data[index]`` along the first axis (any trailing shape) with the ``gather`` primitive.
 
-    ``index`` is an int64 array of in-bounds positions, not validated. On
-    the CPU this is a parallel gather (``numpy.take`` runs on one thread).
+    ``index`` is an int64 array of in-bounds positions, not validated; with
+    a scalar ``fill``, positions -1 take ``fill``. On the CPU this is a
+    parallel gather (``numpy.take`` runs on one thread).
 
     Examples
     --------
@@ -116,7 +117,7 @@ def take_rows(data, index, k):
     n, rest = data.shape[0], data.shape[1:]
     rows = data.reshape(n, math.prod(rest)) if data.flags.c_contiguous else \
         data.copy().reshape(n, math.prod(rest))
-    return k.gather(rows, index).reshape((index.shape[0],) + rest)
+    return k.gather(rows, index, fill).reshape((index.shape[0],) + rest)
 
 
 def sum_segments(data, starts, perm, k):

@@ -464,7 +464,7 @@ def _merge_plan(part, dfunc, operands, kwargs, fills, shape, prefix, order, k, x
         if maps is None:
             maps = [left, right]
         else:
-            maps = [spread(m, left, -1, k, xp, how == "intersection") for m in maps] + [right]
+            maps = [spread(m, left, -1, k, how == "intersection") for m in maps] + [right]
         out_keys = merged
     if maps is None:
         maps = [xp.arange(out_keys.shape[0], dtype=np.int64)]
@@ -513,7 +513,7 @@ def _sparse_result(func, dfunc, operands, kwargs, shape, fills, dtypes, dev, kee
         return _compressed_merge(dfunc, operands, kwargs, shape, fills, dtypes, dev, keep_fill_entries)
     coalesced, coords, maps, present = _merge_plan(part, dfunc, operands, kwargs, fills, shape,
                                                    prefix, order, k, xp)
-    values = [spread(y.data, m, y.fill_value, k, xp, p)
+    values = [spread(y.data, m, y.fill_value, k, p)
               for y, m, p in zip(coalesced, maps, present)]
     inv = list(np.argsort(order))
     natural = coords if order == tuple(range(prefix)) else xp.ascontiguousarray(coords[inv])
@@ -545,7 +545,7 @@ def _compressed_merge(dfunc, operands, kwargs, shape, fills, dtypes, dev, keep_f
     how = "intersection" if vanish else "union"
     indptr, indices, left, right = k.merge_rows(a.indptr, a.indices, b.indptr, b.indices,
                                                 shape[1 - a._major_axis], how)
-    values = [spread(y.data, m, y.fill_value, k, xp, vanish) for y, m in ((a, left), (b, right))]
+    values = [spread(y.data, m, y.fill_value, k, vanish) for y, m in ((a, left), (b, right))]
     scratch = values[0] if values[0].dtype == dtypes[0] else None  # ours: may be overwritten
     results = _evaluate(dfunc, operands, values, None, shape, 2, kwargs, xp, out=scratch)
     n = int(indices.shape[0])
