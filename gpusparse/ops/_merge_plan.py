@@ -74,11 +74,7 @@ def compressed_in_order(x, shape, order) -> bool:
 
 def keys_of_compressed(x, order, k, xp):
     """The keys of a CSR/CSC array straight from its index arrays (canonical: sorted, unique)."""
-    n_minor = x.shape[1 - x._major_axis]
-    keys = k.expand(x.indptr, x.nnz)  # the majors, made keys in place (int64)
-    keys *= n_minor
-    keys += x.indices
-    return Keyed(keys, x.data, x.fill_value,
+    return Keyed(canonical.compressed_keys(x, k), x.data, x.fill_value,
                   lambda: xp.stack([k.expand(x.indptr, x.nnz), x.indices.astype(np.int64)]))
 
 

@@ -200,6 +200,18 @@ def _flagged(x, *, unique):
                            sorted=True, unique=unique)
 
 
+def compressed_keys(x, k):
+    """Linear int64 keys ``major * n_minor + minor`` of a CSR/CSC array's entries, in storage order.
+
+    Built in place in the expanded majors; the caller checks that
+    ``shape[0] * shape[1]`` stays below 2**63.
+    """
+    keys = k.expand(x.indptr, x.nnz)
+    keys *= x.shape[1 - x._major_axis]
+    keys += x.indices
+    return keys
+
+
 def make_compressed_canonical(x) -> None:
     """Sort ``x``'s entries within each major slice and sum duplicates, in place.
 
@@ -211,14 +223,11 @@ def make_compressed_canonical(x) -> None:
         return
     dev = x.device
     k, xp = kernels_for(dev), xp_for(dev)
-    n_minor = x.shape[1 - x._major_axis]
     with device_scope(dev):
-        keys = k.expand(x.indptr, x.nnz)  # the majors, made linear keys in place
-        if x.shape[x._major_axis] * n_minor < _KEY_LIMIT:
-            keys *= n_minor
-            keys += x.indices
+        if math.prod(x.shape[:2]) < _KEY_LIMIT:
+            keys = compressed_keys(x, k)
         else:  # compared as (major, minor) pairs
-            keys = xp.stack([keys, x.indices.astype(np.int64)])
+            keys = xp.stack([k.expand(x.indptr, x.nnz), x.indices.astype(np.int64)])
         if int(to_host(k.sortedness(keys))) == 2:  # sync: canonical already?
             return
     canonical = coo_to_compressed(compressed_to_coo(x, trusted=False), type(x), index_dtype=x.index_dtype)
