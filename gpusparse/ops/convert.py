@@ -15,7 +15,9 @@ __all__ = [
     "astype",
     "compressed_to_coo",
     "coo_to_compressed",
+    "compressed_subset",
     "copy",
+    "keep_entries",
     "to_dense",
     "to_device",
 ]
@@ -51,6 +53,31 @@ def rebuild(x, arrays: tuple, *, fill_value=None, device=None):
         return type(x)._from_parts(coords, data, x.shape, fill, dev, sorted=x.sorted, unique=x.unique)
     indptr, indices, data = arrays
     return type(x)._from_parts(indptr, indices, data, x.shape, fill, dev)
+
+
+def compressed_subset(indptr, keep, arrays, k, xp):
+    """The entries of a compressed structure where the bool mask ``keep`` holds.
+
+    ``indptr`` is the structure's row pointer and ``arrays`` its per-entry
+    arrays (indices, data, ...). Returns ``(new_indptr, kept_arrays)``:
+    ``new_indptr`` (int64) from the running total of ``keep``, and the
+    kept rows of every array (a ``gather``).
+    """
+    index = xp.nonzero(keep)[0]  # sync: the number of entries kept
+    new_indptr = xp.take(k.offsets(keep), indptr)
+    return new_indptr, [canonical.take_rows(a, index, k) for a in arrays]
+
+
+def keep_entries(x, keep):
+    """``x`` with the stored entries where the bool mask ``keep`` ((nnz,)) holds; format and flags kept."""
+    dev = x.device
+    k, xp = kernels_for(dev), xp_for(dev)
+    with device_scope(dev):
+        if x.format == "coo":
+            index = xp.nonzero(keep)[0]  # sync: the number of entries kept
+            return rebuild(x, (xp.take(x.coords, index, axis=1), canonical.take_rows(x.data, index, k)))
+        indptr, (indices, data) = compressed_subset(x.indptr, keep, [x.indices, x.data], k, xp)
+    return rebuild(x, (indptr.astype(x.index_dtype, copy=False), indices, data))
 
 
 # --------------------------------------------------------------------------

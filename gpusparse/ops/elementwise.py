@@ -34,7 +34,6 @@ replaced by the function of the same name of the device's array module.
 
 from __future__ import annotations
 
-import functools
 import math
 import numbers
 import warnings
@@ -44,7 +43,7 @@ import numpy as np
 from gpusparse._device import array_device, device_of, device_scope, kernels_for, to_host, xp_for
 from gpusparse._dtypes import VALUE_DTYPES, check_value_dtype, index_dtype_for
 from gpusparse._options import get_option
-from gpusparse.ops import canonical
+from gpusparse.ops import canonical, convert
 from gpusparse.ops._broadcast import as_coo, broadcast_coo, broadcast_shapes, gather_dense, sparse_prefix
 from gpusparse.ops._fill import drop, fill_mask, kept
 from gpusparse.ops._merge_plan import (compressed_in_order, keys_of, keys_of_compressed, permuted, spread,
@@ -797,7 +796,6 @@ def astype(x, dtype, casting: str = "unsafe", copy: bool = True):
         ...
     TypeError: astype: cannot cast float64 to int32 under casting='safe'
     """
-    from gpusparse.ops import convert
     target = check_value_dtype(dtype, "dtype")
     if casting not in ("no", "equiv", "safe", "same_kind", "unsafe"):
         raise ValueError(f"casting must be 'no', 'equiv', 'safe', 'same_kind' or 'unsafe', got {casting!r}")
@@ -822,17 +820,13 @@ def prune(x):
     """
     from gpusparse.containers import COO
     dev = x.device
-    k, xp = kernels_for(dev), xp_for(dev)
+    xp = xp_for(dev)
     with device_scope(dev):
         if x.format != "coo":
             keep = kept(x.data, x.fill_value, xp)
             if keep is None:
                 return x
-            index = xp.nonzero(keep)[0]  # sync: the number of entries kept
-            indptr = xp.take(k.offsets(keep), x.indptr).astype(x.index_dtype, copy=False)
-            take = functools.partial(canonical.take_rows, k=k)
-            return type(x)._from_parts(indptr, take(x.indices, index), take(x.data, index),
-                                       x.shape, x.fill_value, dev)
+            return convert.keep_entries(x, keep)
         coo = x
         if not coo.unique and not (x.fill_value == 0):
             coo = canonical.coalesce(coo)

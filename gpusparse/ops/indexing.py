@@ -625,10 +625,7 @@ def _compressed_fast(x, spec: _Key):
                 indices -= indices.dtype.type(mstart)
     if not minor_full and not searched:
         hit, q = _slice_hits(indices, mstart, mstep, mlength)
-        ends = k.offsets(hit)
-        indptr = xp.take(ends, indptr)
-        keep = xp.nonzero(hit)[0]  # sync: entries that survive
-        indices, data = xp.take(q, keep), xp.take(data, keep, axis=0)
+        indptr, (indices, data) = convert.compressed_subset(indptr, hit, [q, data], k, xp)
         n_minor = mlength
     dense_key = tuple(it.payload if it.kind == "int" else it.source for it in sorted(dense_items, key=lambda i: i.dim))
     if dense_key:

@@ -333,21 +333,4 @@ def retain(x, to_retain):
         raise TypeError(f"to_retain must be a bool array, got {flags.dtype.name}")
     if flags.shape != (x.nnz,):
         raise ValueError(f"to_retain must have shape (nnz,) = ({x.nnz},), got {flags.shape}")
-    return _keep_entries(x, flags)
-
-
-def _keep_entries(x, flags):
-    """``x`` with the entries where ``flags`` (bool, (nnz,)) holds; keeps format and flags."""
-    dev = x.device
-    k, xp = kernels_for(dev), xp_for(dev)
-    with device_scope(dev):
-        keep = xp.nonzero(flags)[0]  # sync: entries kept
-        data = xp.take(x.data, keep, axis=0)
-        if x.format == "coo":
-            from gpusparse.containers import COO
-            return COO._from_parts(xp.take(x.coords, keep, axis=1), data, x.shape, x.fill_value, dev,
-                                   sorted=x.sorted, unique=x.unique)
-        ends = k.offsets(flags)
-        indptr = xp.take(ends, x.indptr.astype(np.int64)).astype(x.index_dtype)
-        indices = xp.take(x.indices, keep)
-    return type(x)._from_parts(indptr, indices, data, x.shape, x.fill_value, dev)
+    return convert.keep_entries(x, flags)
