@@ -717,10 +717,7 @@ def _interleave_sorted(coords, offsets, datas, shape, axis, fill, dev, unique):
         prefix = c[0] if axis == 1 else k.linearize(xp.ascontiguousarray(c[:axis]), strides)
         pointers.append(k.compress(prefix, n_prefix, np.int64))
     counts = [xp.diff(p) for p in pointers]
-    total = counts[0].copy()
-    for cnt in counts[1:]:
-        total += cnt
-    out_ptr = k.offsets(total)
+    out_ptr = k.offsets(sum(counts[1:], counts[0]))
     width = math.prod(shape[S:])
     out_coords = k.empty((S, nnz), np.int64)
     if axis == 1:
@@ -781,15 +778,12 @@ def _concat_compressed(arrays, axis, out_shape, fill, dev):
             data = xp.concatenate([a.data for a in arrays], axis=0)
         else:
             n_major = out_shape[major]
-            indptr = xp.zeros(n_major + 1, dtype=np.int64)
             counts = []
             for a in arrays:
                 c = xp.zeros(n_major, dtype=np.int64)
                 c[: a.shape[major]] = xp.diff(a.indptr.astype(np.int64))
                 counts.append(c)
-            for c in counts:
-                indptr[1:] += c
-            indptr[1:] = xp.cumsum(indptr[1:])
+            indptr = k.offsets(sum(counts[1:], counts[0]))
             before = xp.zeros(n_major, dtype=np.int64)
             indices = k.empty(nnz, dtype)
             data = k.empty((nnz,) + tuple(out_shape[2:]), arrays[0].dtype)
