@@ -19,16 +19,16 @@ The SpMV loop
 * The gathered index is cast to ``uintp`` before ``x[...]``: Numba then
   skips the negative-index wrap-around test, which otherwise costs a compare
   and a select per gathered element (25 % on a 5-point stencil).
-* Short rows (a median under 12 entries, or an average under 12) run a
-  plain loop with one accumulator per row.
-* Long rows use a loop compiled with ``fastmath={"reassoc", "contract"}``
-  (no ``nnan``: NaN semantics are kept), which lets LLVM vectorise the row
-  with AVX gathers and several partial sums, as MKL does, and work on four
-  rows per step so that their independent gathers overlap. Only the order
-  of the additions changes. On a random matrix (16 per row, x of 16 MB) this
-  went from 0.64x to 0.92x of single-threaded MKL (CPU time, loaded VM).
-* Software prefetching of ``x[indices[p + d]]`` was measured and made both
-  the stencil and the random matrices slower; SpMV does not use it.
+* One row at a time, compiled with ``fastmath={"reassoc", "contract"}``
+  (no ``nnan``: NaN semantics are kept), so LLVM vectorises every row long
+  enough for its vector loop (AVX gathers into several partial sums, as MKL
+  does) and runs short rows and tails as a scalar loop; only the order of
+  the additions changes. Against one plain loop with a single accumulator
+  (2 threads, 2**21 rows): R-MAT 71 -> 64 ms, 8 per row plus 16 heavy rows
+  42 -> 39 ms, 16 per row 76 -> 67 ms, the 5-point stencil unchanged.
+  Working on four rows per step (more gathers in flight) helped only
+  uniform rows and cost 25 % on R-MAT; a per-row choice of loop, a median
+  row length switch and software prefetching of ``x`` were all slower.
 
 The SpMM and SDDMM loops
 ------------------------
@@ -67,8 +67,6 @@ __all__ = ["row_bounds", "sddmm", "spgemm", "spmm", "spmm_reduce", "spmv"]
 
 #: ``spmm_reduce`` op codes (the order of ``gpusparse._kernels.SPMM_REDUCE_OPS``).
 _REDUCE_CODES = {"sum": 0, "mean": 1, "max": 2, "min": 3}
-#: Median row length from which SpMV uses the reassociating (vectorised) loop.
-_LONG_ROWS = 12
 #: How many entries ahead SpMM / SDDMM prefetch the dense row they will gather.
 _PREFETCH_AHEAD = 16
 
@@ -121,18 +119,6 @@ def _streaming(indptr, indices) -> bool:
         return True
     step = indices[second[both]].astype(np.int64) - indices[first[both]]
     return bool(np.mean((step >= 0) & (step < 8)) >= 0.5)
-
-
-def _mostly_long(indptr) -> bool:
-    """Whether the median row (of 257 sampled) has ``_LONG_ROWS`` entries or more.
-
-    The vectorised row loop pays a set-up per row that short rows do not
-    earn back; a power-law matrix (R-MAT: half its rows empty, 80 % under 8
-    entries) has a high average but runs 15 % faster with the short-row loop.
-    """
-    m = indptr.size - 1
-    rows = np.linspace(0, m - 1, min(257, m)).astype(np.int64)
-    return bool(np.median(indptr[rows + 1] - indptr[rows]) >= _LONG_ROWS)
 
 
 def _prefetch_distance(indptr, indices, n) -> int:
@@ -259,11 +245,12 @@ def _conj_if(data, trans):
 # SpMV
 # --------------------------------------------------------------------------
 
-@jit()
-def _spmv_short(indptr, indices, data, x, y, alpha, beta, zero, part, lo, hi):
-    # One accumulator per row, summed in storage order; unsigned positions
-    # spare the negative-index checks (measured 1.4x faster on a stencil
-    # than two interleaved accumulators, which only pay off for long rows).
+@_jit_reassoc
+def _spmv(indptr, indices, data, x, y, alpha, beta, zero, part, lo, hi):
+    # One row at a time, its sum reassociable: LLVM vectorises rows long
+    # enough for its vector loop (AVX gathers, several partial sums) and
+    # runs shorter ones, and the tail, as a scalar loop. Unsigned positions
+    # spare the negative-index checks.
     start = np.uintp(indptr[lo])
     for r in range(lo, hi):
         end = np.uintp(indptr[r + 1])
@@ -275,44 +262,6 @@ def _spmv_short(indptr, indices, data, x, y, alpha, beta, zero, part, lo, hi):
         else:
             y[r] = alpha * acc + beta * y[r]
         start = end
-
-
-@_jit_reassoc
-def _row_dot(indptr, indices, data, x, r, zero):
-    acc = zero
-    for p in range(indptr[r], indptr[r + 1]):
-        acc += data[p] * x[np.uintp(indices[p])]
-    return acc
-
-
-@_jit_reassoc
-def _spmv_long(indptr, indices, data, x, y, alpha, beta, zero, part, lo, hi):
-    # Four rows per step: their gathers are independent, so more of them are
-    # in flight at once; within a row LLVM vectorises the reassociable sum.
-    r = lo
-    while r + 4 <= hi:
-        a0 = _row_dot(indptr, indices, data, x, r, zero)
-        a1 = _row_dot(indptr, indices, data, x, r + 1, zero)
-        a2 = _row_dot(indptr, indices, data, x, r + 2, zero)
-        a3 = _row_dot(indptr, indices, data, x, r + 3, zero)
-        if beta == zero:
-            y[r] = alpha * a0
-            y[r + 1] = alpha * a1
-            y[r + 2] = alpha * a2
-            y[r + 3] = alpha * a3
-        else:
-            y[r] = alpha * a0 + beta * y[r]
-            y[r + 1] = alpha * a1 + beta * y[r + 1]
-            y[r + 2] = alpha * a2 + beta * y[r + 2]
-            y[r + 3] = alpha * a3 + beta * y[r + 3]
-        r += 4
-    while r < hi:
-        acc = _row_dot(indptr, indices, data, x, r, zero)
-        if beta == zero:
-            y[r] = alpha * acc
-        else:
-            y[r] = alpha * acc + beta * y[r]
-        r += 1
 
 
 @jit()
@@ -357,11 +306,8 @@ def spmv(indptr, indices, data, shape, x, y, alpha=1, beta=0, trans="N"):
     """
     dtype = data.dtype
     zero, alpha, beta = dtype.type(0), _scalar(alpha, dtype), _scalar(beta, dtype)
-    m = indptr.size - 1
-    nnz = int(indptr[-1]) if m >= 0 else 0
     if trans == "N":
-        kernel = _spmv_long if m and nnz >= _LONG_ROWS * m and _mostly_long(indptr) else _spmv_short
-        _run(kernel, row_bounds(indptr), indptr, indices, data, x, y, alpha, beta, zero)
+        _run(_spmv, row_bounds(indptr), indptr, indices, data, x, y, alpha, beta, zero)
         return
     _scatter_transposed(_spmv_t, indptr, indices, _conj_if(data, trans), x, y, alpha, beta,
                         y.shape[0], None)
