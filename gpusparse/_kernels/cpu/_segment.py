@@ -169,6 +169,30 @@ def _better(op, v, acc):
     return v.real > acc.real or (v.real == acc.real and v.imag > acc.imag)
 
 
+@jit()
+def _four_way(values, lo, hi, a, smallest):
+    # min (smallest) or max of values[lo:hi, 0] and a, in four independent
+    # running extremes: one compare-and-select chain would wait on itself at
+    # every element. Also returns whether any value is NaN.
+    a1 = a2 = a3 = a
+    nan = False
+    k = lo
+    while k + 4 <= hi:
+        v0, v1, v2, v3 = values[k, 0], values[k + 1, 0], values[k + 2, 0], values[k + 3, 0]
+        nan |= (v0 != v0) | (v1 != v1) | (v2 != v2) | (v3 != v3)
+        if smallest:
+            a, a1, a2, a3 = min(a, v0), min(a1, v1), min(a2, v2), min(a3, v3)
+        else:
+            a, a1, a2, a3 = max(a, v0), max(a1, v1), max(a2, v2), max(a3, v3)
+        k += 4
+    for k in range(k, hi):
+        v = values[k, 0]
+        nan |= v != v
+        a = min(a, v) if smallest else max(a, v)
+    a = min(min(a, a1), min(a2, a3)) if smallest else max(max(a, a1), max(a2, a3))
+    return a, nan
+
+
 def _extremes(op, values, perm, use_perm, starts, s_lo, s_hi, identity, out):
     """out[s, 0] = min (op 2) / max (op 3) over segment s, for s in [s_lo, s_hi).
 
@@ -194,8 +218,11 @@ def _extremes_typed(op, values, perm, use_perm, starts, s_lo, s_hi, identity, ou
     # Real values: the builtin min/max, with "any NaN" tracked on the side
     # (the segment's first NaN is then the result, found by a second look):
     # no unpredictable branch per element, 1.45x faster than testing
-    # _better. Ties keep the earlier element (min/max return their first
-    # argument on equality), as NumPy does.
+    # _better; four running extremes per segment (_four_way) read 4M values
+    # in 64-entry rows at the speed of a sum (2.1 -> 1.4 ms, 2 threads).
+    # Ties keep the earlier element within each running extreme; among
+    # equal values only the sign of a zero can tell which was kept, and
+    # NumPy's own SIMD loops do not fix that either.
     def real(op, values, perm, use_perm, starts, s_lo, s_hi, identity, out):
         for s in range(s_lo, s_hi):
             lo, hi = starts[s], starts[s + 1]
@@ -206,16 +233,8 @@ def _extremes_typed(op, values, perm, use_perm, starts, s_lo, s_hi, identity, ou
                     v = values[perm[k], 0]
                     nan |= v != v
                     a = min(a, v) if op == 2 else max(a, v)
-            elif op == 2:
-                for k in range(lo, hi):
-                    v = values[k, 0]
-                    nan |= v != v
-                    a = min(a, v)
             else:
-                for k in range(lo, hi):
-                    v = values[k, 0]
-                    nan |= v != v
-                    a = max(a, v)
+                a, nan = _four_way(values, lo, hi, a, op == 2)
             if nan:
                 for k in range(lo, hi):
                     v = values[perm[k], 0] if use_perm else values[k, 0]
