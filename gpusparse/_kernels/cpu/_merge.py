@@ -55,16 +55,32 @@ def _split(a, b, diag):
 
 
 @jit()
+def _count_step(a, b, i, j, m):
+    # One branch-free step of a walk (the comparisons of interleaved random
+    # keys are unpredictable): advance past the smaller key, count a match.
+    x = a[i]
+    y = b[j]
+    return i + (x <= y), j + (y <= x), m + (x == y)
+
+
+@jit()
+def _union_step(a, b, i, j, n, keys, ia, ib):
+    x = a[i]
+    y = b[j]
+    take_a = x <= y
+    take_b = y <= x
+    keys[n] = x if take_a else y
+    ia[n] = i if take_a else -1
+    ib[n] = j if take_b else -1
+    return i + take_a, j + take_b, n + 1
+
+
+@jit()
 def _count_matches(a, b, i, i_end, j, j_end):
-    # Equal pairs in a[i:i_end], b[j:j_end]; branch-free steps (the
-    # comparisons of interleaved random keys are unpredictable).
+    # Equal pairs in a[i:i_end], b[j:j_end].
     m = 0
     while i < i_end and j < j_end:
-        x = a[i]
-        y = b[j]
-        m += x == y
-        i += x <= y
-        j += y <= x
+        i, j, m = _count_step(a, b, i, j, m)
     return m
 
 
@@ -72,16 +88,7 @@ def _count_matches(a, b, i, i_end, j, j_end):
 def _write_union(a, b, i, i_end, j, j_end, out, keys, ia, ib):
     n = out
     while i < i_end and j < j_end:
-        x = a[i]
-        y = b[j]
-        take_a = x <= y
-        take_b = y <= x
-        keys[n] = x if take_a else y
-        ia[n] = i if take_a else -1
-        ib[n] = j if take_b else -1
-        n += 1
-        i += take_a
-        j += take_b
+        i, j, n = _union_step(a, b, i, j, n, keys, ia, ib)
     while i < i_end:
         keys[n] = a[i]
         ia[n] = i
@@ -111,25 +118,6 @@ def _write_intersection(a, b, i, i_end, j, j_end, out, keys, ia, ib):
             n += 1
         i += x <= y
         j += y <= x
-
-
-@jit()
-def _count_step(a, b, i, j, m):
-    x = a[i]
-    y = b[j]
-    return i + (x <= y), j + (y <= x), m + (x == y)
-
-
-@jit()
-def _union_step(a, b, i, j, n, keys, ia, ib):
-    x = a[i]
-    y = b[j]
-    take_a = x <= y
-    take_b = y <= x
-    keys[n] = x if take_a else y
-    ia[n] = i if take_a else -1
-    ib[n] = j if take_b else -1
-    return i + take_a, j + take_b, n + 1
 
 
 @jit()
