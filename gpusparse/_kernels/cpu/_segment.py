@@ -48,6 +48,15 @@ def sortedness(keys):
     return np.asarray(_sortedness(_as_rows(keys)), dtype=np.int8)
 
 
+@jit()
+def _is_head(keys, i):
+    # Whether a run of equal keys starts at i (i > 0). One key row, the
+    # common case, is a single comparison the loops below vectorise.
+    if keys.shape[0] == 1:
+        return keys[0, i] != keys[0, i - 1]
+    return _compare_lex(keys, i - 1, i) != 0
+
+
 @jit(parallel=True)
 def _number_runs(keys, n_chunks, offsets, out):
     # Second pass of segment_ids: number the runs of each chunk from the
@@ -58,9 +67,12 @@ def _number_runs(keys, n_chunks, offsets, out):
         lo = c * chunk
         hi = min(n, lo + chunk)
         current = offsets[c] - 1
+        if lo == 0 and hi > 0:
+            current += 1
+            out[0] = current
+            lo = 1
         for i in range(lo, hi):
-            if i == 0 or _compare_lex(keys, i - 1, i) != 0:
-                current += 1
+            current += _is_head(keys, i)
             out[i] = current
 
 
@@ -106,34 +118,51 @@ def _run_head_counts(keys, n_chunks, counts):
         lo = c * chunk
         hi = min(n, lo + chunk)
         count = 0
+        if lo == 0 and hi > 0:
+            count = 1
+            lo = 1
         for i in range(lo, hi):
-            if i == 0 or _compare_lex(keys, i - 1, i) != 0:
-                count += 1
+            count += _is_head(keys, i)
         counts[c + 1] = count
+
+
+#: Spare slots of neighbouring chunks in ``_run_heads`` lie this many entries
+#: apart (one cache line): threads writing one line would stall each other.
+_SPARE_STRIDE = 8
 
 
 @jit(parallel=True)
 def _run_heads(keys, n_chunks, offsets, out):
+    # Branch-free compaction (half the keys repeated makes "is this a head"
+    # a coin toss): every position is written, to the next output slot when
+    # it is a head and to the chunk's spare slot past the outputs if not.
     n = keys.shape[1]
     chunk = (n + n_chunks - 1) // n_chunks
+    last = offsets[n_chunks]
     for c in prange(n_chunks):
         lo = c * chunk
         hi = min(n, lo + chunk)
         j = offsets[c]
+        spare = last + 1 + _SPARE_STRIDE * c
+        if lo == 0 and hi > 0:
+            out[0] = 0
+            j += 1
+            lo = 1
         for i in range(lo, hi):
-            if i == 0 or _compare_lex(keys, i - 1, i) != 0:
-                out[j] = i
-                j += 1
-    out[out.size - 1] = n
+            head = _is_head(keys, i)
+            out[j if head else spare] = i
+            j += head
+    out[last] = n
 
 
 def run_starts(keys):
     """keys (n,) or (g, n) int64 sorted (lexicographically for 2-D); not validated."""
     rows = _as_rows(keys)
     n_chunks, offsets = _head_offsets(rows)
-    out = empty(int(offsets[-1]) + 1, dtype=np.int64)
+    n_runs = int(offsets[-1])
+    out = empty(n_runs + 1 + _SPARE_STRIDE * n_chunks, dtype=np.int64)  # spare slots past the starts
     _run_heads(rows, n_chunks, offsets, out)
-    return out
+    return out[: n_runs + 1]
 
 
 # --------------------------------------------------------------------------
