@@ -42,6 +42,7 @@ PRIMITIVES = (
     "offsets",
     "scatter_dense",
     "gather",
+    "take_columns",
     # runs of rows (gpusparse.ops.indexing, .manipulation)
     "copy_segments",
     "segment_search",
@@ -222,6 +223,13 @@ class Primitives(Protocol):
 
         Returns ``values[index]``, shape (n, w); with a scalar ``fill``, rows
         whose index is negative hold ``fill`` instead.
+        """
+
+    def take_columns(self, values, index):
+        """values (g, m); index (n,) int64 in [0, m); not validated.
+
+        Returns ``values[:, index]``, shape (g, n), C-contiguous: the
+        coordinates of chosen entries, every coordinate row in one pass.
         """
 
     def copy_segments(self, values, src_starts, dst_starts, lengths, out, values2=None, out2=None):

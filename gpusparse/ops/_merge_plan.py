@@ -99,7 +99,7 @@ def union_by_sort(parts, shape_perm, k, xp):
     ids = k.segment_ids(keys)
     n_out = int(to_host(ids[-1:])[0]) + 1  # sync: size of the union
     starts = k.segment_starts(ids, n_out)
-    out_coords = xp.take(coords, xp.take(perm, starts[:-1]), axis=1)
+    out_coords = k.take_columns(coords, xp.take(perm, starts[:-1]))
     maps, offset = [], 0
     for size in sizes:
         index = xp.full(n_out, -1, dtype=np.int64)

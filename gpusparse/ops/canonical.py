@@ -169,9 +169,9 @@ def coalesce(x):
             coords = k.delinearize(keys if firsts is None else xp.take(keys, firsts), sparse_shape)
         else:
             source = firsts if perm is None else perm if firsts is None else xp.take(perm, firsts)
-            coords = xp.take(x.coords, source, axis=1)
+            coords = k.take_columns(x.coords, source)
         if starts is None:
-            data = values if perm is None else xp.take(values, perm, axis=0)
+            data = values if perm is None else take_rows(values, perm, k)
         else:
             data = sum_segments(values, starts, perm, k)
     return COO._from_parts(coords, data, x.shape, x.fill_value, dev, sorted=True, unique=True)
@@ -188,8 +188,8 @@ def reorder(x):
         _, perm, state = sorted_keys(x.coords, x.shape[: x.sparse_dim], k, xp)
         if perm is None:
             return _flagged(x, unique=x.unique or state == 2)
-        coords = xp.take(x.coords, perm, axis=1)
-        data = xp.take(x.data, perm, axis=0)
+        coords = k.take_columns(x.coords, perm)
+        data = take_rows(x.data, perm, k)
     return COO._from_parts(coords, data, x.shape, x.fill_value, dev, sorted=True, unique=x.unique)
 
 

@@ -75,7 +75,7 @@ def keep_entries(x, keep):
     with device_scope(dev):
         if x.format == "coo":
             index = xp.nonzero(keep)[0]  # sync: the number of entries kept
-            return rebuild(x, (xp.take(x.coords, index, axis=1), canonical.take_rows(x.data, index, k)))
+            return rebuild(x, (k.take_columns(x.coords, index), canonical.take_rows(x.data, index, k)))
         indptr, (indices, data) = compressed_subset(x.indptr, keep, [x.indices, x.data], k, xp)
     return rebuild(x, (indptr.astype(x.index_dtype, copy=False), indices, data))
 

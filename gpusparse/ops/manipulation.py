@@ -754,8 +754,8 @@ def _stable_sort_prefix(x, axis):
         _, perm, _ = canonical.sorted_keys(x.coords[:axis], x.shape[:axis], k, xp)
         if perm is None:
             return _new_coo(x.coords, x.data, x.shape, x.fill_value, dev, sorted=True, unique=x.unique)
-        coords = xp.take(x.coords, perm, axis=1)
-        data = xp.take(x.data, perm, axis=0)
+        coords = k.take_columns(x.coords, perm)
+        data = canonical.take_rows(x.data, perm, k)
     return _new_coo(coords, data, x.shape, x.fill_value, dev, sorted=True, unique=x.unique)
 
 
@@ -950,9 +950,9 @@ def _split(x, bounds, axis):
         piece = xp.where(inside & (piece >= 0), piece, len(bounds))
         _, perm = k.sort_pairs(piece, None, (len(bounds)).bit_length())
         counts = to_host(xp.bincount(piece, minlength=len(bounds) + 1))  # sync: piece sizes
-        coords = xp.take(x.coords, perm, axis=1)
+        coords = k.take_columns(x.coords, perm)
         coords[axis] -= xp.take(starts, xp.minimum(xp.take(piece, perm), len(bounds) - 1))
-        data = xp.take(x.data, perm, axis=0)
+        data = canonical.take_rows(x.data, perm, k)
     out, at = [], 0
     for (a, b), count in zip(bounds, counts[: len(bounds)]):
         count = int(count)

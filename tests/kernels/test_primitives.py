@@ -425,6 +425,16 @@ def test_gather(device, k, rng, dtype):
         np.testing.assert_array_equal(to_host(got), values[index])
 
 
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.float64, np.bool_], ids=dtype_id)
+def test_take_columns(device, k, rng, dtype):
+    for g, m, n in [(1, 10, 4), (3, 50, 80), (0, 5, 3), (2, 6, 0), (2, 0, 0), (4, 1000, 70000)]:
+        values = _random_values(rng, (g, m), dtype)
+        index = rng.integers(0, m, size=n, dtype=np.int64) if m else np.zeros(0, np.int64)
+        got = k.take_columns(put(values, device), put(index, device))
+        assert got.dtype == dtype and got.shape == (g, n) and got.flags.c_contiguous
+        np.testing.assert_array_equal(to_host(got), values[:, index])
+
+
 @pytest.mark.parametrize("dtype", VALUE_DTYPES, ids=dtype_id)
 def test_gather_with_fill(device, k, rng, dtype):
     fill = _random_values(rng, (1,), dtype)[0]

@@ -12,7 +12,7 @@ from gpusparse._kernels.cpu._linalg import sddmm, spgemm, spmm, spmm_reduce, spm
 from gpusparse._kernels.cpu._merge import merge_rows, merge_sorted
 from gpusparse._kernels.cpu._reduce import reduce_by_key
 from gpusparse._kernels.cpu._layout import (
-    compress, delinearize, expand, gather, linearize, offsets, scatter_dense,
+    compress, delinearize, expand, gather, linearize, offsets, scatter_dense, take_columns,
 )
 from gpusparse._kernels.cpu._select import bucket_order, copy_segments, segment_search
 from gpusparse._kernels.cpu._segment import run_starts, segment_ids, segment_reduce, segment_starts, sortedness
@@ -39,6 +39,7 @@ __all__ = [
     "segment_starts",
     "sort_pairs",
     "sortedness",
+    "take_columns",
     # products
     "sddmm",
     "spgemm",

@@ -216,3 +216,23 @@ def gather(values, index, fill=None):
         row = np.full(values.shape[1], fill, dtype=values.dtype)
         _gather_rows_or_fill(_move_kind(values), index, _move_kind(row), _move_kind(out))
     return out
+
+
+@jit(parallel=True)
+def _take_columns(values, index, out):
+    g = values.shape[0]
+    for i in prange(index.size):
+        c = index[i]
+        for r in range(g):
+            out[r, i] = values[r, c]
+
+
+def take_columns(values, index):
+    """values (g, m); index (n,) int64 in [0, m); not validated.
+
+    One parallel pass (``numpy.take(values, index, axis=1)`` runs on one
+    thread, element by element along the rows).
+    """
+    out = empty((values.shape[0], index.size), dtype=values.dtype)
+    _take_columns(_move_kind(values), index, _move_kind(out))
+    return out

@@ -32,6 +32,7 @@ __all__ = [
     "empty",
     "expand",
     "gather",
+    "take_columns",
     "linearize",
     "merge_rows",
     "merge_sorted",
@@ -426,6 +427,11 @@ def gather(values, index, fill=None):
     kernel = get_function("scatter", "gs_gather_rows", (src.dtype,))
     kernel(grid, (_THREADS,), (src, index, _i64(n), _i64(width), _i32(lpr_log2), dst))
     return out
+
+
+def take_columns(values, index):
+    """values (g, m); index (n,) int64 in [0, m); not validated."""
+    return cupy.ascontiguousarray(cupy.take(cupy.asarray(values), cupy.asarray(index, dtype=_I64), axis=1))
 
 
 # --------------------------------------------------------------------------
