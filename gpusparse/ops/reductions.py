@@ -223,15 +223,15 @@ def _wrap_scalar(value, dt):
 # The reduction engine
 # --------------------------------------------------------------------------
 
-def _grouping(x, kept, k, xp, need_starts=True):
+def _grouping(x, kept, k, xp, need_starts=True, need_ids=True):
     """Segments of COO ``x`` by the coordinates of the ``kept`` sparse axes.
 
     Returns ``(perm, starts, ids, group_coords)``: ``perm`` orders the
     entries by group (None when already in order), ``starts`` delimits the
     groups in that order (None when every entry is a group of its own and
     not ``need_starts``),
-    ``ids`` numbers the group of every entry in that order,
-    ``group_coords`` ``(len(kept), n_groups)`` are the groups'
+    ``ids`` numbers the group of every entry in that order (None unless
+    ``need_ids``), ``group_coords`` ``(len(kept), n_groups)`` are the groups'
     coordinates, row-major sorted. Stable: within a group, entries keep
     their order. Synchronises to learn the number of groups.
     """
@@ -241,16 +241,18 @@ def _grouping(x, kept, k, xp, need_starts=True):
     else:
         coords = xp.ascontiguousarray(x.coords[list(kept)])
     keys, perm, _ = canonical.sorted_keys(coords, kept_shape, k, xp)
-    ids = k.segment_ids(keys)
-    n_groups = int(to_host(ids[-1:])[0]) + 1  # sync: the number of groups
-    if n_groups == x.nnz:  # every entry is a group of its own: nothing to delimit or gather
+    ids = k.segment_ids(keys) if need_ids else None
+    starts = k.run_starts(keys) if ids is None else None  # sync: the number of groups
+    n_groups = int(to_host(ids[-1:])[0]) + 1 if ids is not None else starts.shape[0] - 1
+    if n_groups == x.nnz:  # every entry is a group of its own: nothing to delimit
         starts = xp.arange(n_groups + 1, dtype=np.int64) if need_starts else None
-        group_coords = coords if perm is None else xp.take(coords, perm, axis=1)
+        group_coords = coords if perm is None else k.take_columns(coords, perm)
         return perm, starts, ids, group_coords
-    starts = k.segment_starts(ids, n_groups)
+    if starts is None:
+        starts = k.segment_starts(ids, n_groups)
     firsts = starts[:-1]
     source = firsts if perm is None else xp.take(perm, firsts)
-    group_coords = xp.take(coords, source, axis=1)  # a gather: cheaper than dividing keys
+    group_coords = k.take_columns(coords, source)  # a gather: cheaper than dividing keys
     return perm, starts, ids, group_coords
 
 
@@ -323,6 +325,20 @@ def _reduce(x, mono, axis, keepdims, dtype, name, initial=_NO_VALUE):
     return result
 
 
+def _fold_missing(mono, seg, fill, missing, dtype, xp):
+    """``seg`` ``(groups, w)`` with ``fill`` folded in ``missing[i]`` times where that is positive.
+
+    The unstored elements of a group all hold the fill value; for an
+    idempotent op any number of copies is the fill itself, so no per-group
+    power is built.
+    """
+    if mono.name in _IDEMPOTENT:
+        folded = mono.fold(seg, xp.asarray(fill, dtype=dtype), xp)
+    else:
+        folded = mono.fold(seg, mono.power_array(fill, xp.maximum(missing, 1), dtype, xp).reshape(-1, 1), xp)
+    return xp.where((missing > 0).reshape(-1, 1), folded.astype(dtype, copy=False), seg)
+
+
 def _reduce_minor(x, mono, out_dtype, k, xp):
     """CSR over its columns (CSC over its rows): the index pointer delimits the segments.
 
@@ -337,11 +353,8 @@ def _reduce_minor(x, mono, out_dtype, k, xp):
     starts = x.indptr.astype(np.int64)
     width = math.prod(kept_dense_shape)
     seg = k.segment_reduce(data.reshape(x.nnz, width), starts, mono.kernel_op).astype(out_dtype, copy=False)
-    missing = n_minor - (starts[1:] - starts[:-1])
-    has_missing = (missing > 0).reshape(-1, 1)
-    powered = mono.power_array(fill, xp.maximum(missing, 1), out_dtype, xp)
-    folded = mono.fold(seg, powered.reshape(-1, 1), xp).astype(out_dtype, copy=False)
-    seg = xp.where(has_missing, folded, seg).reshape((n_major,) + kept_dense_shape)
+    seg = _fold_missing(mono, seg, fill, n_minor - (starts[1:] - starts[:-1]), out_dtype, xp)
+    seg = seg.reshape((n_major,) + kept_dense_shape)
     out_fill = mono.power(fill, n_minor)
     coords = xp.arange(n_major, dtype=np.int64).reshape(1, -1)
     return _sparse_out(coords, seg, (n_major,) + kept_dense_shape, out_fill, x.device, xp)
@@ -425,7 +438,7 @@ def _reduce_core(x, mono, axes, out_dtype, k, xp):
         keys = _kept_keys(x, kept_sparse, kept_shape, k, xp)
         return _reduce_by_key(keys, values, mono, kept_shape, kept_dense_shape, n_red, fill, out_fill,
                               out_dtype, x.device, k, xp)
-    perm, starts, _, group_coords = _grouping(x, kept_sparse, k, xp, need_starts=False)
+    perm, starts, _, group_coords = _grouping(x, kept_sparse, k, xp, need_starts=False, need_ids=False)
     if starts is None:  # one entry per group: the reduction of each is the entry
         seg = values if perm is None else xp.take(values, perm, axis=0)
     elif mono.kernel_op is not None:
@@ -440,10 +453,7 @@ def _reduce_core(x, mono, axes, out_dtype, k, xp):
         seg = reduceat(ordered, starts[:-1], axis=0)
     if not _is_identity(mono, fill, out_dtype):  # fold in the unstored elements
         counts = starts[1:] - starts[:-1] if starts is not None else xp.ones(nnz, dtype=np.int64)
-        missing = n_red - counts
-        powered = mono.power_array(fill, xp.maximum(missing, 1), out_dtype, xp)
-        folded = mono.fold(seg, powered.reshape(-1, 1), xp).astype(out_dtype, copy=False)
-        seg = xp.where((missing > 0).reshape(-1, 1), folded, seg)
+        seg = _fold_missing(mono, seg, fill, n_red - counts, out_dtype, xp)
     seg = seg.reshape((seg.shape[0],) + kept_dense_shape)
     return _sparse_out(group_coords, seg, out_shape, out_fill, x.device, xp)
 
