@@ -45,7 +45,7 @@ def key_bits(shape) -> int:
     return max(math.prod(shape) - 1, 0).bit_length()
 
 
-def sorted_keys(coords, shape, k, xp, payload=None):
+def sorted_keys(coords, shape, k, xp, payload=None, known_sorted=False):
     """Row-major sort keys of ``coords`` (``(d, n)`` in ``shape``).
 
     Returns ``(keys, moved, state)``: ``keys`` in sorted order, ``(n,)`` for
@@ -55,12 +55,13 @@ def sorted_keys(coords, shape, k, xp, payload=None):
     single group (so that callers can carry values through the sort instead
     of gathering them afterwards); ``state`` is 2 if the input was strictly
     increasing, 1 if sorted with repeats, 0 if it was sorted here.
-    Synchronises once to test the order.
+    Synchronises once to test the order, unless the caller knows
+    ``coords`` are sorted (``known_sorted``: state 1, nothing tested).
     """
     groups = key_groups(shape)
     rows = [k.linearize(coords[a:b], c_strides(shape[a:b])) for a, b in groups]
     keys = rows[0] if len(rows) == 1 else xp.stack(rows)
-    state = int(to_host(k.sortedness(keys)))  # sync: skip the sort when already sorted
+    state = 1 if known_sorted else int(to_host(k.sortedness(keys)))  # sync: skip the sort when sorted
     if state:
         return keys, None, state
     if len(rows) == 1:

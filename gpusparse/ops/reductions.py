@@ -236,11 +236,12 @@ def _grouping(x, kept, k, xp, need_starts=True, need_ids=True):
     their order. Synchronises to learn the number of groups.
     """
     kept_shape = tuple(x.shape[a] for a in kept)
-    if list(kept) == list(range(len(kept))):  # leading axes: a contiguous view of the rows
+    leading = list(kept) == list(range(len(kept)))
+    if leading:  # a contiguous view of the rows, sorted already when x is
         coords = x.coords[: len(kept)]
     else:
         coords = xp.ascontiguousarray(x.coords[list(kept)])
-    keys, perm, _ = canonical.sorted_keys(coords, kept_shape, k, xp)
+    keys, perm, _ = canonical.sorted_keys(coords, kept_shape, k, xp, known_sorted=leading and x.sorted)
     ids = k.segment_ids(keys) if need_ids else None
     starts = k.run_starts(keys) if ids is None else None  # sync: the number of groups
     n_groups = int(to_host(ids[-1:])[0]) + 1 if ids is not None else starts.shape[0] - 1
