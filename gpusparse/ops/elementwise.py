@@ -892,9 +892,5 @@ def add(a, b, thresh=0):
         magnitude = xp.abs(coo.data)
         if magnitude.ndim > 1:
             magnitude = magnitude.reshape(magnitude.shape[0], -1).max(axis=1)
-        index = xp.nonzero(magnitude >= thresh)[0]  # sync: the number of entries kept
-        from gpusparse.containers import COO
-        kept = COO._from_parts(xp.ascontiguousarray(xp.take(coo.coords, index, axis=1)),
-                               xp.ascontiguousarray(xp.take(coo.data, index, axis=0)), out.shape,
-                               out.fill_value, dev, sorted=coo.sorted, unique=coo.unique)
-    return kept if out.format == "coo" else kept.asformat(out.format)
+        large = convert.keep_entries(coo, magnitude >= thresh)
+    return large if out.format == "coo" else large.asformat(out.format)

@@ -1099,10 +1099,7 @@ def _triangle(x, k, lower):
     with device_scope(dev):
         if S == n:  # both axes sparse: drop entries
             diff = coo.coords[n - 1] - coo.coords[n - 2]
-            keep = xp.nonzero(diff <= k if lower else diff >= k)[0]  # sync: entries kept
-            out = _new_coo(xp.take(coo.coords, keep, axis=1), xp.take(coo.data, keep, axis=0),
-                           coo.shape, coo.fill_value, dev, sorted=coo.sorted, unique=coo.unique)
-            return _keep_format(x, out)
+            return _keep_format(x, convert.keep_entries(coo, diff <= k if lower else diff >= k))
         rows, cols = coo.shape[n - 2], coo.shape[n - 1]
         if S == n - 1:  # row sparse, column dense
             j = xp.arange(cols, dtype=np.int64).reshape(1, cols)

@@ -242,14 +242,17 @@ def _grouping(x, kept, k, xp, need_starts=True, need_ids=True):
     else:
         coords = xp.ascontiguousarray(x.coords[list(kept)])
     keys, perm, _ = canonical.sorted_keys(coords, kept_shape, k, xp, known_sorted=leading and x.sorted)
-    ids = k.segment_ids(keys) if need_ids else None
-    starts = k.run_starts(keys) if ids is None else None  # sync: the number of groups
-    n_groups = int(to_host(ids[-1:])[0]) + 1 if ids is not None else starts.shape[0] - 1
+    if need_ids:
+        ids = k.segment_ids(keys)
+        n_groups = int(to_host(ids[-1:])[0]) + 1  # sync: the number of groups
+    else:
+        ids, starts = None, k.run_starts(keys)  # sync: the number of groups
+        n_groups = starts.shape[0] - 1
     if n_groups == x.nnz:  # every entry is a group of its own: nothing to delimit
         starts = xp.arange(n_groups + 1, dtype=np.int64) if need_starts else None
         group_coords = coords if perm is None else k.take_columns(coords, perm)
         return perm, starts, ids, group_coords
-    if starts is None:
+    if need_ids:
         starts = k.segment_starts(ids, n_groups)
     firsts = starts[:-1]
     source = firsts if perm is None else xp.take(perm, firsts)

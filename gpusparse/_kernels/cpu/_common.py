@@ -9,6 +9,11 @@ from gpusparse._kernels.cpu import _pool
 #: Work below this many elements runs serially: thread start-up costs more.
 PARALLEL_MIN = 1 << 15
 
+#: Branch-free compactions write skipped items to spare slots past their
+#: outputs; the spare slots of neighbouring chunks lie this many 8-byte
+#: entries (a cache line) apart, so threads do not stall on one line.
+SPARE_STRIDE = 8
+
 #: Outputs of at least this many bytes have their pages faulted in up front.
 PREFAULT_MIN_BYTES = 1 << 20
 

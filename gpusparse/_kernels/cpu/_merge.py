@@ -22,15 +22,12 @@ import numpy as np
 from numba import prange
 
 from gpusparse._kernels._numba import jit, n_threads
-from gpusparse._kernels.cpu._common import PARALLEL_MIN, empty
+from gpusparse._kernels.cpu._common import PARALLEL_MIN, SPARE_STRIDE, empty
 from gpusparse._kernels.cpu._layout import offsets
 
 _HOW = {"union": 0, "intersection": 1}
 #: Chunks one thread walks in lockstep (see the module notes).
 LANES = 4
-#: Spare slots (intersection walks) of neighbouring lane groups lie this many
-#: entries apart: threads writing one cache line would stall each other.
-_SPARE_STRIDE = 8
 
 
 @jit()
@@ -161,7 +158,7 @@ def _count_lanes(a, b, how, bounds, g, counts):
 
 
 @jit()
-def _write_lanes(a, b, how, bounds, offsets, keys, ia, ib, g):
+def _write_lanes(a, b, how, bounds, starts, keys, ia, ib, g):
     # The outputs of chunks LANES*g .. LANES*g + 3, walked in lockstep; each
     # lane finishes alone with the one-chunk writers.
     c = LANES * g
@@ -169,8 +166,8 @@ def _write_lanes(a, b, how, bounds, offsets, keys, ia, ib, g):
     i1, e1, j1, f1 = _lane(bounds, c + 1)
     i2, e2, j2, f2 = _lane(bounds, c + 2)
     i3, e3, j3, f3 = _lane(bounds, c + 3)
-    n0, n1, n2, n3 = offsets[c], offsets[c + 1], offsets[c + 2], offsets[c + 3]
-    spare = offsets[offsets.size - 1] + _SPARE_STRIDE * g  # a cache line of its own
+    n0, n1, n2, n3 = starts[c], starts[c + 1], starts[c + 2], starts[c + 3]
+    spare = starts[starts.size - 1] + SPARE_STRIDE * g  # a cache line of its own
     if how == 0:
         while i0 < e0 and j0 < f0 and i1 < e1 and j1 < f1 and i2 < e2 and j2 < f2 and i3 < e3 and j3 < f3:
             i0, j0, n0 = _union_step(a, b, i0, j0, n0, keys, ia, ib)
@@ -200,9 +197,9 @@ def _merge_counts(a, b, how, bounds, counts):
 
 
 @jit(parallel=True)
-def _merge_write(a, b, how, bounds, offsets, keys, ia, ib):
-    for g in prange((offsets.size - 1) // LANES):
-        _write_lanes(a, b, how, bounds, offsets, keys, ia, ib, g)
+def _merge_write(a, b, how, bounds, starts, keys, ia, ib):
+    for g in prange((starts.size - 1) // LANES):
+        _write_lanes(a, b, how, bounds, starts, keys, ia, ib, g)
 
 
 @jit()
@@ -243,18 +240,17 @@ def merge_sorted(a_keys, b_keys, how):
         _count_lanes(a_keys, b_keys, code, bounds, 0, counts)
     else:
         _merge_counts(a_keys, b_keys, code, bounds, counts)
-    offsets = np.zeros(n_chunks + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    n_out = int(offsets[-1])
+    starts = offsets(counts)  # each chunk's first output
+    n_out = int(starts[-1])
     # Spare slots past the outputs for the branch-free intersection walks.
-    capacity = n_out + _SPARE_STRIDE * (n_chunks // LANES)
+    capacity = n_out + SPARE_STRIDE * (n_chunks // LANES)
     keys = empty(capacity, dtype=np.int64)
     ia = empty(capacity, dtype=np.int64)
     ib = empty(capacity, dtype=np.int64)
     if serial:
-        _write_lanes(a_keys, b_keys, code, bounds, offsets, keys, ia, ib, 0)
+        _write_lanes(a_keys, b_keys, code, bounds, starts, keys, ia, ib, 0)
     else:
-        _merge_write(a_keys, b_keys, code, bounds, offsets, keys, ia, ib)
+        _merge_write(a_keys, b_keys, code, bounds, starts, keys, ia, ib)
     return keys, ia, ib, np.asarray(n_out, dtype=np.int64)
 
 

@@ -7,7 +7,7 @@ from numba import prange, types
 from numba.extending import overload
 
 from gpusparse._kernels._numba import jit, n_threads
-from gpusparse._kernels.cpu._common import PARALLEL_MIN, empty
+from gpusparse._kernels.cpu._common import PARALLEL_MIN, SPARE_STRIDE, empty
 
 
 # --------------------------------------------------------------------------
@@ -126,11 +126,6 @@ def _run_head_counts(keys, n_chunks, counts):
         counts[c + 1] = count
 
 
-#: Spare slots of neighbouring chunks in ``_run_heads`` lie this many entries
-#: apart (one cache line): threads writing one line would stall each other.
-_SPARE_STRIDE = 8
-
-
 @jit(parallel=True)
 def _run_heads(keys, n_chunks, offsets, out):
     # Branch-free compaction (half the keys repeated makes "is this a head"
@@ -143,7 +138,7 @@ def _run_heads(keys, n_chunks, offsets, out):
         lo = c * chunk
         hi = min(n, lo + chunk)
         j = offsets[c]
-        spare = last + 1 + _SPARE_STRIDE * c
+        spare = last + 1 + SPARE_STRIDE * c
         if lo == 0 and hi > 0:
             out[0] = 0
             j += 1
@@ -160,7 +155,7 @@ def run_starts(keys):
     rows = _as_rows(keys)
     n_chunks, offsets = _head_offsets(rows)
     n_runs = int(offsets[-1])
-    out = empty(n_runs + 1 + _SPARE_STRIDE * n_chunks, dtype=np.int64)  # spare slots past the starts
+    out = empty(n_runs + 1 + SPARE_STRIDE * n_chunks, dtype=np.int64)  # spare slots past the starts
     _run_heads(rows, n_chunks, offsets, out)
     return out[: n_runs + 1]
 
