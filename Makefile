@@ -1,8 +1,10 @@
 # gpusparse: set-up, tests, demo and benchmarks.
 #
 #   make demo         create .venv if needed, install, run python -m gpusparse.demo
-#   make test         kernels-check, wheel-check, then pytest (in .venv)
+#   make test         kernels-check, wheel-check, pytest, then emulation-test (in .venv)
 #   make kernels-check  compile every cuda_kernels/*.cu with nvcc (skipped without nvcc)
+#   make emulation-test  the CUDA tests on the CPU execution harness (no GPU needed)
+#   make emulation-memcheck  the same kernel tests with AddressSanitizer
 #   make wheel-check  sdist -> wheel from the sdist -> fresh venv -> check the install
 #   make pytest       pytest only (PYTEST_ARGS="-m 'not slow'" etc.)
 #   make bench        CPU/GPU benchmarks into benchmarks/results/
@@ -27,7 +29,8 @@ PKGCHECK := build/pkgcheck
 stamp     = $(VENV)/.installed-$(subst $(comma),-,$(1))
 
 .DEFAULT_GOAL := help
-.PHONY: help venv demo test kernels-check wheel-check pytest bench gpu-report clean distclean
+.PHONY: help venv demo test kernels-check wheel-check pytest emulation-test emulation-memcheck bench gpu-report \
+	clean distclean
 
 help:
 	@sed -n '/^#/!q; s/^# \{0,1\}//p' Makefile
@@ -44,7 +47,7 @@ venv: $(call stamp,$(EXTRAS))
 demo: $(call stamp,$(EXTRAS))
 	$(BIN)/python -m gpusparse.demo $(DEMO_ARGS)
 
-test: kernels-check wheel-check pytest
+test: kernels-check wheel-check pytest emulation-test
 
 kernels-check:
 	bash tools/check_cuda_kernels.sh
@@ -61,6 +64,19 @@ wheel-check: $(call stamp,$(EXTRAS))
 
 pytest: $(call stamp,$(EXTRAS))
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The CUDA parametrisations (marker gpu) on the emulated device: every
+# primitive's tests, and the operations whose CUDA paths reach the kernels.
+EMULATED_TESTS ?= tests/kernels tests/test_coo.py tests/test_compressed.py tests/test_convert.py \
+	tests/test_elementwise.py tests/test_reductions.py tests/test_indexing.py tests/test_manipulation.py \
+	tests/test_linalg.py tests/test_softmax.py tests/test_tf_ops.py tests/test_creation.py
+
+emulation-test: $(call stamp,$(EXTRAS))
+	GPUSPARSE_CUDA_EMULATION=1 $(BIN)/python -m pytest -m gpu $(EMULATED_TESTS) $(PYTEST_ARGS)
+
+emulation-memcheck: $(call stamp,$(EXTRAS))
+	LD_PRELOAD="$$($${CXX:-g++} -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0 \
+		GPUSPARSE_CUDA_EMULATION=asan $(BIN)/python -m pytest -m gpu tests/kernels $(PYTEST_ARGS)
 
 bench: $(call stamp,bench)
 	MKL_RT="$${MKL_RT:-$$(ls $(abspath $(VENV))/lib/libmkl_rt.so* 2>/dev/null | head -n 1)}" \

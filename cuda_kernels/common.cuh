@@ -219,22 +219,46 @@ template <typename T> struct gs_prod {
 // NaN test and NumPy's order: ``v != v`` is false for every non-float type;
 // complex numbers are NaN when either part is and compare lexicographically
 // (real part first).
+//
+// float (and the parts of gs_complex64) compare through their bits: CuPy
+// compiles every kernel with -ftz=true, under which float comparisons treat
+// subnormal numbers as zero (a subnormal would be "zero" for any/all and tie
+// with 0 in min/max). Integer comparisons of the bits are exact whatever the
+// flag, as NumPy and the CPU kernels are, and cost the same.
+__device__ __forceinline__ unsigned int gs_f32_bits(float v) { return static_cast<unsigned int>(__float_as_int(v)); }
+__device__ __forceinline__ bool gs_f32_isnan(float v) { return (gs_f32_bits(v) & 0x7fffffffu) > 0x7f800000u; }
+__device__ __forceinline__ bool gs_f32_nonzero(float v) { return (gs_f32_bits(v) << 1) != 0u; }
+// An unsigned key whose order is the order of the (non-NaN) floats; -0 and +0 map to one key.
+__device__ __forceinline__ unsigned int gs_f32_key(float v) {
+    unsigned int b = gs_f32_bits(v);
+    if ((b << 1) == 0u) b = 0u;
+    return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+__device__ __forceinline__ bool gs_f32_less(float a, float b) { return gs_f32_key(a) < gs_f32_key(b); }
+__device__ __forceinline__ bool gs_f32_equal(float a, float b) { return gs_f32_key(a) == gs_f32_key(b); }
+
 template <typename T> __device__ __forceinline__ bool gs_isnan(T v) { return v != v; }
+template <> __device__ __forceinline__ bool gs_isnan<float>(float v) { return gs_f32_isnan(v); }
 template <> __device__ __forceinline__ bool gs_isnan<gs_complex64>(gs_complex64 v) {
-    return v.re != v.re || v.im != v.im;
+    return gs_f32_isnan(v.re) || gs_f32_isnan(v.im);
 }
 template <> __device__ __forceinline__ bool gs_isnan<gs_complex128>(gs_complex128 v) {
     return v.re != v.re || v.im != v.im;
 }
 template <typename T> __device__ __forceinline__ bool gs_less(T a, T b) { return a < b; }
+template <> __device__ __forceinline__ bool gs_less<float>(float a, float b) { return gs_f32_less(a, b); }
 template <> __device__ __forceinline__ bool gs_less<gs_complex64>(gs_complex64 a, gs_complex64 b) {
-    return a.re < b.re || (a.re == b.re && a.im < b.im);
+    return gs_f32_less(a.re, b.re) || (gs_f32_equal(a.re, b.re) && gs_f32_less(a.im, b.im));
 }
 template <> __device__ __forceinline__ bool gs_less<gs_complex128>(gs_complex128 a, gs_complex128 b) {
     return a.re < b.re || (a.re == b.re && a.im < b.im);
 }
 template <typename T> __device__ __forceinline__ bool gs_nonzero(T v) { return v != gs_zero<T>(); }
 template <> __device__ __forceinline__ bool gs_nonzero<bool>(bool v) { return v; }
+template <> __device__ __forceinline__ bool gs_nonzero<float>(float v) { return gs_f32_nonzero(v); }
+template <> __device__ __forceinline__ bool gs_nonzero<gs_complex64>(gs_complex64 v) {
+    return gs_f32_nonzero(v.re) || gs_f32_nonzero(v.im);
+}
 
 // Whether ``v`` (later) replaces ``acc`` (earlier) as the minimum / maximum:
 // a NaN wins and then stays (the first NaN, as np.minimum and np.argmin);

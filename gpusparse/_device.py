@@ -11,6 +11,12 @@ CuPy is imported lazily and every failure to import it or to find a GPU is
 caught and recorded, so ``import gpusparse`` works with no CuPy, with CuPy but
 no GPU, and with a broken CUDA installation. :func:`cuda_status` says why CUDA
 is unavailable.
+
+With ``GPUSPARSE_CUDA_EMULATION`` set (test infrastructure, see
+:mod:`gpusparse._kernels.cuda_emulation`), ``cuda:0`` is an emulated device
+whose arrays are the harness's device arrays and whose primitives run the
+CUDA launchers and kernels on the CPU; :func:`cuda_module` is where the rest
+of the library gets its ``cupy`` from.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import numpy as np
 __all__ = [
     "Device",
     "as_device",
+    "cuda_module",
     "cuda_status",
     "default_device",
     "device",
@@ -122,12 +129,29 @@ class CudaStatus:
 
 
 @functools.cache
+def _emulated() -> bool:
+    from gpusparse._kernels import cuda_emulation
+    return cuda_emulation.enabled()
+
+
+def cuda_module() -> types.ModuleType:
+    """``cupy``, or its stand-in on the emulated CUDA device; imported on first use."""
+    if _emulated():
+        from gpusparse._kernels.cuda_emulation._array import cupy
+        return cupy
+    import cupy
+    return cupy
+
+
+@functools.cache
 def cuda_status() -> CudaStatus:
     """Detect CUDA once: how many devices CuPy can use, or why none.
 
     Never raises: a missing CuPy, a missing driver and a broken CUDA
     installation all give ``device_count == 0`` with the reason.
     """
+    if _emulated():
+        return CudaStatus(1, None, "emulated")
     try:
         import cupy
     except Exception as exc:  # ImportError, OSError from a broken CUDA install, ...
@@ -217,7 +241,9 @@ def as_device(spec: "str | Device | None") -> Device:
 # --------------------------------------------------------------------------
 
 def is_cupy_array(obj) -> bool:
-    """True if ``obj`` is a ``cupy.ndarray``; never imports CuPy."""
+    """True if ``obj`` is a ``cupy.ndarray`` (or an emulated one); never imports CuPy."""
+    if _emulated():
+        return isinstance(obj, cuda_module().ndarray)
     cupy = sys.modules.get("cupy")
     return cupy is not None and isinstance(obj, cupy.ndarray)
 
@@ -268,8 +294,7 @@ def device_of(*operands, what: "tuple[str, ...] | None" = None) -> Device:
 def xp_for(dev: Device) -> types.ModuleType:
     """The array module for ``dev``: ``numpy`` or ``cupy``."""
     if dev.is_cuda:
-        import cupy
-        return cupy
+        return cuda_module()
     return np
 
 
@@ -285,8 +310,7 @@ def kernels_for(dev: Device):
 def device_scope(dev: Device):
     """A context that makes ``dev`` current for allocations and launches."""
     if dev.is_cuda:
-        import cupy
-        return cupy.cuda.Device(dev.index)
+        return cuda_module().cuda.Device(dev.index)
     return contextlib.nullcontext()
 
 
@@ -296,7 +320,7 @@ def to_device_array(arr, dev: Device):
     if src == dev:
         return arr
     if dev.is_cuda:
-        import cupy
+        cupy = cuda_module()
         with cupy.cuda.Device(dev.index):
             return cupy.asarray(arr)
     return arr.get()

@@ -67,13 +67,20 @@ def elements(dtype, *, nan=True, infinity=False):
         return st.one_of(small, st.integers(int(info.min), int(info.max)))
     width = dtype.itemsize * 8
     if dtype.kind == "f":
-        finite = st.floats(-1e3, 1e3, width=width, allow_subnormal=False)
+        finite = st.one_of(st.floats(-1e3, 1e3, width=width), _subnormals(dtype))
         extras = ([st.just(float("nan"))] if nan else []) + ([st.sampled_from([np.inf, -np.inf])] if infinity else [])
         return st.one_of(finite, *extras) if extras else finite
-    part = st.floats(-1e3, 1e3, width=width // 2, allow_subnormal=False)
+    part = st.one_of(st.floats(-1e3, 1e3, width=width // 2), _subnormals(np.dtype(f"f{dtype.itemsize // 2}")))
     if nan:
         part = st.one_of(part, part, part, st.just(float("nan")))
     return st.builds(complex, part, part)
+
+
+def _subnormals(dtype):
+    """Subnormal numbers of a float dtype: both devices keep them, as NumPy does (no flush to zero)."""
+    info = np.finfo(dtype)
+    tiny, least = float(info.smallest_normal), float(info.smallest_subnormal)
+    return st.sampled_from([least, -least, tiny / 2, -tiny / 2, tiny - least])
 
 
 def fill_values(dtype, *, nan=True, nonzero=True):

@@ -23,7 +23,7 @@ from _helpers import (
     quiet_cast,
 )
 from gpusparse import COO
-from gpusparse._device import to_host
+from gpusparse._device import cuda_module, to_host
 from strategies import coo_cases, fill_values, value_dtypes
 
 
@@ -38,8 +38,7 @@ def shares_memory(a, b) -> bool:
         return False
     if isinstance(a, np.ndarray):
         return np.shares_memory(a, b)
-    import cupy
-    return bool(cupy.shares_memory(a, b))
+    return bool(cuda_module().shares_memory(a, b))
 
 
 # --------------------------------------------------------------------------

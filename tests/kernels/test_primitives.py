@@ -331,6 +331,22 @@ def test_segment_reduce_nan_propagates_from_any_position(device, k, op):
     assert_dense_equal(got, ref_segment_reduce(values, starts, op))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64, np.float64])
+@pytest.mark.parametrize("op", ["any", "all", "min", "max", "argmin", "argmax"])
+def test_segment_reduce_keeps_subnormals(device, k, op, dtype):
+    # NumPy does not flush subnormal numbers to zero, and neither may a
+    # device (CuPy builds kernels with -ftz=true, under which float32
+    # comparisons would see a subnormal as 0).
+    tiny = float(np.finfo(np.dtype(dtype).char.lower() if np.dtype(dtype).kind == "c" else dtype).smallest_subnormal)
+    column = [0.0, tiny, -tiny, 0.0, tiny, 3 * tiny, 0.0, 0.0, -tiny, 2 * tiny]
+    values = np.array(column, dtype=dtype).reshape(-1, 1)
+    if np.dtype(dtype).kind == "c":
+        values = values + np.array([0, 0, 0, 0, 0, 0, 0, tiny, 0, 0], dtype=dtype).reshape(-1, 1) * 1j
+    starts = np.array([0, 1, 3, 4, 6, 8, 10], dtype=np.int64)
+    got = k.segment_reduce(put(values, device), put(starts, device), op)
+    assert_dense_equal(got, ref_segment_reduce(values, starts, op))
+
+
 @pytest.mark.parametrize("layout", ["many segments", "one huge segment", "mostly empty segments"])
 def test_segment_reduce_large(device, k, rng, layout):
     # Enough work that a parallel implementation splits it, however it is spread.

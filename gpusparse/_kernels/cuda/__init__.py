@@ -15,11 +15,11 @@ the exact C type, never Python ints.
 
 from __future__ import annotations
 
-import cupy
 import numpy as np
 
 from gpusparse._kernels import SEGMENT_OPS
-from gpusparse._kernels.cuda._loader import OP_CODES, get_function
+from gpusparse._kernels.cuda._backend import cupy, get_function
+from gpusparse._kernels.cuda._loader import OP_CODES
 from gpusparse._kernels.cuda import _merge, _reduce
 from gpusparse._kernels.cuda._select import bucket_order, copy_segments, segment_search  # select.cu
 from gpusparse._kernels.cuda._linalg import sddmm, spgemm, spmm, spmm_reduce, spmv  # products

@@ -40,7 +40,8 @@ import functools
 
 import numpy as np
 
-__all__ = ["SUPPORT", "library_error", "spgemm", "spmm", "spmv", "supports"]
+__all__ = ["ALIGNMENT", "SUPPORT", "aligned", "available", "library_error", "spgemm", "spmm", "spmv",
+           "supports"]
 
 _FLOATS = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
 _INT32 = np.dtype(np.int32)
@@ -61,6 +62,40 @@ def _lib():
     return cusparse
 
 
+#: The address alignment cuSPARSE's generic API asks of every array it reads or writes.
+ALIGNMENT = 16
+
+
+def aligned(*arrays) -> bool:
+    """Whether every (non-empty) device array starts on an ``ALIGNMENT``-byte boundary.
+
+    Views (a CSR row slice, a column of a matrix) need not: cudaMalloc's
+    allocations are 256-byte aligned, their interiors are not.
+    """
+    return all(a.size == 0 or int(a.data.ptr) % ALIGNMENT == 0 for a in arrays)
+
+
+def _aligned_inputs(*arrays):
+    """Each array, or an aligned copy of it (inputs only: a copy of an output would be lost)."""
+    return [a if aligned(a) else a.copy() for a in arrays]
+
+
+@functools.cache
+def available() -> bool:
+    """Whether CuPy's cuSPARSE bindings load; never on the emulated CUDA device.
+
+    Where they do not, every product takes gpusparse's own kernels.
+    """
+    from gpusparse._kernels.cuda._backend import EMULATED
+    if EMULATED:
+        return False
+    try:
+        _lib()
+    except Exception:  # ImportError, or OSError from a missing libcusparse
+        return False
+    return True
+
+
 @functools.cache
 def _runtime_version() -> int:
     import cupy
@@ -70,6 +105,8 @@ def _runtime_version() -> int:
 def supports(routine: str, value_dtype, *index_dtypes, trans: str = "N") -> bool:
     """Whether cuSPARSE's ``routine`` takes these value and index dtypes and sparse op."""
     values, indices, ops = SUPPORT[routine]
+    if not available():
+        return False
     index_dtypes = [np.dtype(d) for d in index_dtypes]
     if np.dtype(value_dtype) not in values or trans not in ops:
         return False
@@ -84,9 +121,16 @@ def supports(routine: str, value_dtype, *index_dtypes, trans: str = "N") -> bool
 # handle, types, descriptors
 # --------------------------------------------------------------------------
 
+class _Unavailable(Exception):
+    """Never raised: what ``library_error`` names where cuSPARSE does not load."""
+
+
 def library_error():
-    """The exception class CuPy's cuSPARSE bindings raise (``CuSparseError``)."""
-    return _lib().CuSparseError
+    """The exception class CuPy's cuSPARSE bindings raise (``CuSparseError``).
+
+    Safe in an ``except`` clause whether or not the bindings load.
+    """
+    return _lib().CuSparseError if available() else _Unavailable
 
 
 def _handle():
@@ -151,16 +195,21 @@ class _Descriptors:
         self._made.append((lib.destroyDnVec, desc))
         return desc
 
-    def matrix(self, arr):
-        """A dense descriptor in the array's own order (C: row-major, F: column-major)."""
+    def matrix(self, arr, order: str):
+        """A dense descriptor of ``arr`` read in ``order`` ("C": row-major, "F": column-major).
+
+        The order is the caller's: an array that is both C- and F-contiguous
+        (one row or one column) must be described in the order of the other
+        dense operand, which cuSPARSE requires to match.
+        """
         lib = _lib()
         rows, cols = (int(s) for s in arr.shape)
-        if arr.flags.c_contiguous:
+        if order == "C" and arr.flags.c_contiguous:
             order, ld = lib.CUSPARSE_ORDER_ROW, max(cols, 1)
-        elif arr.flags.f_contiguous:
+        elif order == "F" and arr.flags.f_contiguous:
             order, ld = lib.CUSPARSE_ORDER_COL, max(rows, 1)
         else:
-            raise ValueError("cuSPARSE dense operands must be C- or F-contiguous")
+            raise ValueError(f"cuSPARSE dense operand is not {order}-contiguous")
         desc = lib.createDnMat(rows, cols, ld, arr.data.ptr, _cuda_dtype(arr.dtype), order)
         self._made.append((lib.destroyDnMat, desc))
         return desc
@@ -188,6 +237,7 @@ def spmv(indptr, indices, data, shape, x, y, alpha, beta, trans):
     lib = _lib()
     handle = _handle()
     dtype = data.dtype
+    indptr, indices, data, x = _aligned_inputs(indptr, indices, data, x)
     if beta == 0:
         y.fill(0)
     a_h, b_h = _host_scalar(alpha, dtype), _host_scalar(beta, dtype)
@@ -205,6 +255,7 @@ def spmm(indptr, indices, data, shape, b, out, alpha, beta, trans):
     lib = _lib()
     handle = _handle()
     dtype = data.dtype
+    indptr, indices, data, b = _aligned_inputs(indptr, indices, data, b)
     if beta == 0:
         out.fill(0)
     a_h, b_h = _host_scalar(alpha, dtype), _host_scalar(beta, dtype)
@@ -212,7 +263,8 @@ def spmm(indptr, indices, data, shape, b, out, alpha, beta, trans):
     cdt = _cuda_dtype(dtype)
     op_b = lib.CUSPARSE_OPERATION_NON_TRANSPOSE
     with _Descriptors() as d:
-        mat, mb, mc = d.csr(indptr, indices, data, shape), d.matrix(b), d.matrix(out)
+        order = "C" if out.flags.c_contiguous else "F"  # b is in this order too (see the caller)
+        mat, mb, mc = d.csr(indptr, indices, data, shape), d.matrix(b, order), d.matrix(out, order)
         size = lib.spMM_bufferSize(handle, _op(trans), op_b, a_h.ctypes.data, mat, mb, b_h.ctypes.data,
                                    mc, cdt, alg)
         work = _workspace(size)
@@ -228,13 +280,18 @@ def spgemm(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape):
     """``A @ B`` with cuSPARSE's SpGEMM workflow; both operands canonical CSR, one index and value dtype, nnz > 0.
 
     Returns ``(indptr, indices, data)`` (sorted column indices, as cuSPARSE
-    writes them). Synchronises once (``cusparseSpMatGetSize``). Falls back
-    from the default algorithm to ``CUSPARSE_SPGEMM_ALG2`` when the first
-    work estimation fails for lack of memory, as CuPy does.
+    writes them). Synchronises once (``cusparseSpMatGetSize``). Only the
+    default algorithm runs: ``CUSPARSE_SPGEMM_ALG2``/``ALG3`` need
+    ``cusparseSpGEMM_getNumProducts`` and ``cusparseSpGEMM_estimateMemory``
+    in their workflow, so when the default one is refused (for lack of
+    memory, say) the ``CuSparseError`` reaches the caller, which runs
+    gpusparse's own product instead.
     """
     import cupy
     lib = _lib()
     handle = _handle()
+    a_indptr, a_indices, a_data, b_indptr, b_indices, b_data = _aligned_inputs(
+        a_indptr, a_indices, a_data, b_indptr, b_indices, b_data)
     m, k, n = (int(s) for s in shape)
     dtype = a_data.dtype
     idx = a_indices.dtype
@@ -260,11 +317,7 @@ def spgemm(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape):
                 return buf
 
             alg = lib.CUSPARSE_SPGEMM_DEFAULT
-            try:
-                buf1 = estimate(alg)
-            except lib.CuSparseError:
-                alg = _alg("CUSPARSE_SPGEMM_ALG2")
-                buf1 = estimate(alg)
+            buf1 = estimate(alg)
             size2 = lib.spGEMM_compute(handle, op, op, a_h.ctypes.data, mat_a, mat_b, b_h.ctypes.data,
                                        mat_c, cdt, alg, spgemm_desc, 0, 0)
             buf2 = _workspace(size2)

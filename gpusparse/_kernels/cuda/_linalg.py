@@ -22,12 +22,11 @@ the host (documented in the primitive's specification).
 
 from __future__ import annotations
 
-import cupy
 import numpy as np
 
 from gpusparse._errors import warn_efficiency
 from gpusparse._kernels.cuda import _cusparse
-from gpusparse._kernels.cuda._loader import get_function
+from gpusparse._kernels.cuda._backend import cupy, get_function
 
 __all__ = ["sddmm", "spgemm", "spmm", "spmm_reduce", "spmv"]
 
@@ -112,7 +111,8 @@ def spmv(indptr, indices, data, shape, x, y, alpha=1, beta=0, trans="N"):
     if indices.shape[0] == 0 or x.size == 0:
         _scale_in_place(y, beta)
         return
-    if _cusparse.supports("spmv", data.dtype, indptr.dtype, indices.dtype, trans=trans):
+    # cuSPARSE writes y in place: an unaligned y (a view) takes our kernel.
+    if _cusparse.supports("spmv", data.dtype, indptr.dtype, indices.dtype, trans=trans) and _cusparse.aligned(y):
         try:
             _cusparse.spmv(indptr, indices, data, shape, x, y, alpha, beta, trans)
             return
@@ -128,7 +128,7 @@ def spmm(indptr, indices, data, shape, b, out, alpha=1, beta=0, trans="N"):
     if indices.shape[0] == 0 or b.shape[0] == 0:
         _scale_in_place(out, beta)
         return
-    if _cusparse.supports("spmm", data.dtype, indptr.dtype, indices.dtype, trans=trans):
+    if _cusparse.supports("spmm", data.dtype, indptr.dtype, indices.dtype, trans=trans) and _cusparse.aligned(out):
         order = "C" if out.flags.c_contiguous else "F"
         if not (b.flags.c_contiguous if order == "C" else b.flags.f_contiguous):
             b = cupy.asarray(b, order=order)  # cuSPARSE wants B and C in one order
@@ -227,9 +227,12 @@ def spgemm(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape):
         nnz_fits = max(int(a_indices.shape[0]), int(b_indices.shape[0])) <= np.iinfo(np.int32).max
         index_dtype = np.dtype(np.int32) if nnz_fits else _I64
     if _cusparse.supports("spgemm", dtype, index_dtype):
-        a_indptr, a_indices = (cupy.ascontiguousarray(x, dtype=index_dtype) for x in (a_indptr, a_indices))
-        b_indptr, b_indices = (cupy.ascontiguousarray(x, dtype=index_dtype) for x in (b_indptr, b_indices))
-        return _cusparse.spgemm(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape)
+        args = [cupy.ascontiguousarray(x, dtype=index_dtype) for x in (a_indptr, a_indices, b_indptr, b_indices)]
+        try:
+            return _cusparse.spgemm(args[0], args[1], a_data, args[2], args[3], b_data, shape)
+        except _cusparse.library_error() as exc:  # e.g. not enough memory for its work estimation
+            _refused("SpGEMM", exc)
+            return _spgemm_esc(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape)
     if dtype.kind in "fc":
         warn_efficiency(
             "sparse @ sparse with int64 indices has no cuSPARSE SpGEMM before CUDA 13; gpusparse "

@@ -10,10 +10,9 @@ device array for the caller to read.
 
 from __future__ import annotations
 
-import cupy
 import numpy as np
 
-from gpusparse._kernels.cuda._loader import get_function
+from gpusparse._kernels.cuda._backend import cupy, get_function
 
 __all__ = ["merge_sorted"]
 

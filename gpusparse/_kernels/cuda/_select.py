@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import cupy
 import numpy as np
 
-from gpusparse._kernels.cuda._loader import get_function
+from gpusparse._kernels.cuda._backend import cupy, get_function
 
 _I64 = np.dtype(np.int64)
 _THREADS = 256

@@ -16,7 +16,7 @@ import sys
 
 import numpy as np
 
-from gpusparse._device import device_scope, is_cupy_array, kernels_for, to_host, xp_for
+from gpusparse._device import cuda_module, device_scope, is_cupy_array, kernels_for, to_host, xp_for
 
 __all__ = [
     "check_copy",
@@ -78,8 +78,7 @@ def shares(a, b) -> bool:
     if is_cupy_array(a) != is_cupy_array(b):
         return False
     if is_cupy_array(a):
-        import cupy
-        return bool(cupy.may_share_memory(a, b))
+        return bool(cuda_module().may_share_memory(a, b))
     return bool(np.may_share_memory(a, b))
 
 

@@ -1,0 +1,543 @@
+"""An emulated CUDA device for the CUDA launchers: arrays and a ``cupy`` namespace.
+
+:class:`ndarray` holds a NumPy array that stands for device memory, and
+behaves like ``cupy.ndarray`` where the difference matters for testing the
+CUDA path:
+
+* it is not a NumPy array: ``np.asarray(x)`` raises as CuPy does, mixing it
+  with a host array in an operation raises ``TypeError``, and the way back
+  to the host is ``x.get()`` (so a silent host round trip in the CUDA path
+  fails under emulation as it would on a GPU);
+* reductions and scalar indexing return 0-d arrays, as CuPy's do;
+* ``empty`` returns memory filled with a garbage pattern, not zeros, and
+  every buffer the namespace allocates is surrounded by guard bytes that
+  :func:`check_guards` verifies after each kernel launch (an out-of-bounds
+  write is reported even without AddressSanitizer).
+
+:data:`cupy` is the namespace: NumPy's functions, each taking and returning
+emulated arrays, plus the parts of ``cupy.cuda`` the library uses.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import types
+import weakref
+
+import numpy as np
+
+__all__ = ["GARBAGE_BYTE", "GuardError", "check_guards", "cupy", "ndarray"]
+
+#: Byte pattern of freshly allocated "device" memory (cupy.empty is not zeroed).
+GARBAGE_BYTE = 0xA5
+#: Guard bytes on each side of every allocation, and their pattern.
+_GUARD = 256
+_GUARD_BYTE = 0x5B
+
+# id(root buffer) -> (offset, nbytes) of the allocation inside it.
+_guarded: "dict[int, tuple[int, int]]" = {}
+# Under AddressSanitizer every allocation is exact, so that its redzones,
+# not our guard bytes, border it.
+_EXACT = os.environ.get("GPUSPARSE_CUDA_EMULATION", "").strip().lower() == "asan"
+
+
+class GuardError(RuntimeError):
+    """A kernel wrote into the guard bytes around an allocation."""
+
+
+def _root(arr: np.ndarray) -> np.ndarray:
+    while isinstance(arr.base, np.ndarray):
+        arr = arr.base
+    return arr
+
+
+def _allocate(shape, dtype, garbage: bool = True) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    shape = tuple(int(s) for s in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if _EXACT:
+        exact = np.empty(shape, dtype=dtype)
+        if garbage:
+            exact.view(np.uint8)[...] = GARBAGE_BYTE
+        return exact
+    raw = np.empty(nbytes + 3 * _GUARD, dtype=np.uint8)
+    offset = _GUARD + (-raw.ctypes.data) % _GUARD  # 256-byte aligned, as cudaMalloc
+    raw[:offset] = _GUARD_BYTE
+    raw[offset + nbytes:] = _GUARD_BYTE
+    body = raw[offset:offset + nbytes]
+    if garbage:
+        body[...] = GARBAGE_BYTE
+    key = id(raw)
+    _guarded[key] = (offset, nbytes)
+    weakref.finalize(raw, _guarded.pop, key, None)
+    return body.view(dtype).reshape(shape)
+
+
+def check_guards(arrays) -> None:
+    """Raise :class:`GuardError` if the guard bytes of any allocation behind ``arrays`` changed."""
+    for arr in arrays:
+        root = _root(arr)
+        where = _guarded.get(id(root))
+        if where is None:
+            continue
+        offset, nbytes = where
+        before = root[:offset]
+        after = root[offset + nbytes:]
+        if (before != _GUARD_BYTE).any() or (after != _GUARD_BYTE).any():
+            low = offset - int(np.flatnonzero(before != _GUARD_BYTE)[0]) if (before != _GUARD_BYTE).any() else 0
+            high = int(np.flatnonzero(after != _GUARD_BYTE)[-1]) + 1 if (after != _GUARD_BYTE).any() else 0
+            # Restore the guards so that one defect is reported once.
+            root[:offset] = _GUARD_BYTE
+            root[offset + nbytes:] = _GUARD_BYTE
+            raise GuardError(
+                f"out-of-bounds write around a {nbytes}-byte allocation: up to {low} byte(s) before "
+                f"its start and up to {high} byte(s) past its end were overwritten"
+            )
+
+
+# --------------------------------------------------------------------------
+# Arrays
+# --------------------------------------------------------------------------
+
+class _EmulatedDevice:
+    id = 0
+
+    def __repr__(self) -> str:
+        return "<CUDA Device 0 (emulated)>"
+
+    def synchronize(self) -> None:
+        return None
+
+
+_DEVICE = _EmulatedDevice()
+
+
+def _host_operand_error(arr) -> TypeError:
+    return TypeError(
+        f"Unsupported type {type(arr)}: a host (NumPy) array cannot be mixed with device arrays; "
+        "move it with cupy.asarray first (emulated CUDA device)"
+    )
+
+
+def _unwrap(obj, allow_host: bool = False):
+    """The NumPy array behind ``obj`` (recursively in lists, tuples and dicts)."""
+    if isinstance(obj, ndarray):
+        return obj._a
+    if isinstance(obj, np.ndarray):
+        if obj.ndim and not allow_host:
+            raise _host_operand_error(obj)
+        return obj
+    if isinstance(obj, (list, tuple)):
+        items = [_unwrap(o, allow_host) for o in obj]
+        return type(obj)(items) if isinstance(obj, list) else tuple(items)
+    if isinstance(obj, dict):
+        return {k: _unwrap(v, allow_host) for k, v in obj.items()}
+    return obj
+
+
+def _wrap(obj, inputs=()):
+    """Device arrays for the NumPy arrays and scalars in ``obj``.
+
+    An array that is one of ``inputs``' own arrays (a function that made no
+    copy) comes back as that same device array, as CuPy returns its input.
+    """
+    if isinstance(obj, np.ndarray):
+        for given in inputs:
+            if isinstance(given, ndarray) and given._a is obj:
+                return given
+        return ndarray(obj)
+    if isinstance(obj, np.generic):
+        return ndarray(np.asarray(obj))
+    if isinstance(obj, tuple):
+        return tuple(_wrap(o, inputs) for o in obj)
+    if isinstance(obj, list):
+        return [_wrap(o, inputs) for o in obj]
+    return obj
+
+
+# CuPy raises no floating-point warnings (a GPU has no such flags): neither
+# does the emulation.
+_quiet = functools.partial(np.errstate, all="ignore")
+
+
+_OPERANDS = (np.ndarray, np.generic, int, float, complex, bool)
+
+
+def _wrapped_method(name):
+    def method(self, *args, **kwargs):
+        if args and not isinstance(args[0], _OPERANDS + (ndarray,)):
+            return NotImplemented  # another array type (a sparse array, ...) answers
+        with _quiet():
+            return _wrap(getattr(self._a, name)(*_unwrap(args), **_unwrap(kwargs)), (self,))
+    method.__name__ = name
+    return method
+
+
+def _inplace_method(name):
+    def method(self, other):
+        if not isinstance(other, _OPERANDS + (ndarray,)):
+            return NotImplemented
+        with _quiet():
+            getattr(self._a, name)(_unwrap(other))
+        return self
+    method.__name__ = name
+    return method
+
+
+class ndarray:
+    """An array in (emulated) device memory: the counterpart of ``cupy.ndarray``."""
+
+    __slots__ = ("_a", "__weakref__")
+    __hash__ = None
+
+    def __init__(self, array: np.ndarray):
+        if not isinstance(array, np.ndarray):
+            raise TypeError("emulated device arrays are made by the cupy namespace, e.g. cupy.asarray")
+        object.__setattr__(self, "_a", array)
+
+    # Host transfers ---------------------------------------------------------
+    def get(self, stream=None, order="C", out=None, blocking=True):
+        """A NumPy copy of the array (the device -> host transfer)."""
+        if out is not None:
+            out[...] = self._a
+            return out
+        return np.array(self._a, order=order, copy=True)
+
+    def set(self, arr, stream=None):
+        """Copy a host array into this one."""
+        self._a[...] = arr
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError(
+            "Implicit conversion to a NumPy array is not allowed. Please use `.get()` to construct a "
+            "NumPy array explicitly (emulated CUDA device)."
+        )
+
+    # Attributes -------------------------------------------------------------
+    @property
+    def device(self):
+        return _DEVICE
+
+    @property
+    def shape(self):
+        return self._a.shape
+
+    @shape.setter
+    def shape(self, value):
+        self._a.shape = value
+
+    @property
+    def dtype(self):
+        return self._a.dtype
+
+    ndim = property(lambda self: self._a.ndim)
+    size = property(lambda self: self._a.size)
+    nbytes = property(lambda self: self._a.nbytes)
+    itemsize = property(lambda self: self._a.itemsize)
+    strides = property(lambda self: self._a.strides)
+    flags = property(lambda self: self._a.flags)
+    T = property(lambda self: ndarray(self._a.T))
+    mT = property(lambda self: ndarray(np.swapaxes(self._a, -1, -2)))
+    base = property(lambda self: None if self._a.base is None else ndarray(self._a.base))
+
+    @property
+    def real(self):
+        return ndarray(self._a.real)
+
+    @real.setter
+    def real(self, value):
+        self._a.real = _unwrap(value)
+
+    @property
+    def imag(self):
+        return ndarray(self._a.imag)
+
+    @imag.setter
+    def imag(self, value):
+        self._a.imag = _unwrap(value)
+
+    @property
+    def data(self):
+        return types.SimpleNamespace(ptr=self._a.ctypes.data, mem=_root(self._a))
+
+    def __getattr__(self, name):
+        if name.startswith("__"):  # no NumPy protocol (__array_interface__, ...) leaks through
+            raise AttributeError(name)
+        attr = getattr(self._a, name)
+        if not callable(attr):
+            return _wrap(attr)
+
+        def method(*args, **kwargs):
+            with _quiet():
+                result = attr(*_unwrap(args), **_unwrap(kwargs))
+            return result if name in ("item", "tolist", "tobytes") else _wrap(result, (self,))
+        return method
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        # NumPy ufuncs over device arrays run "on the device" (CuPy does the
+        # same); host arrays are refused; other array types get their turn.
+        if not all(isinstance(x, _OPERANDS + (ndarray,)) for x in inputs + tuple(kwargs.get("out", ()) or ())):
+            return NotImplemented
+        with _quiet():
+            result = getattr(ufunc, method)(*_unwrap(inputs), **_unwrap(kwargs))
+        return _wrap(result, inputs + tuple(kwargs.get("out", ()) or ()))
+
+    # Indexing ---------------------------------------------------------------
+    def __getitem__(self, key):
+        return _wrap(self._a[_unwrap(key, allow_host=True)])
+
+    def __setitem__(self, key, value):
+        self._a[_unwrap(key, allow_host=True)] = _unwrap(value, allow_host=True)
+
+    def __len__(self):
+        return len(self._a)
+
+    def __iter__(self):
+        return (_wrap(row) for row in self._a)
+
+    # Conversions (each one a synchronising host read on a GPU) -------------
+    def __bool__(self):
+        return bool(self._a)
+
+    def __int__(self):
+        return int(self._a)
+
+    def __float__(self):
+        return float(self._a)
+
+    def __complex__(self):
+        return complex(self._a)
+
+    def __index__(self):
+        return self._a.__index__()
+
+    def __repr__(self):
+        return repr(self._a).replace("array(", "array(", 1) + "  # emulated device"
+
+    def __str__(self):
+        return str(self._a)
+
+    def __dlpack_device__(self):
+        return (2, 0)  # kDLCUDA, device 0
+
+
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor",
+              "lshift", "rshift", "divmod"):
+    setattr(ndarray, f"__{_name}__", _wrapped_method(f"__{_name}__"))
+    setattr(ndarray, f"__r{_name}__", _wrapped_method(f"__r{_name}__"))
+    if _name != "divmod":
+        setattr(ndarray, f"__i{_name}__", _inplace_method(f"__i{_name}__"))
+for _name in ("lt", "le", "eq", "ne", "gt", "ge", "neg", "pos", "abs", "invert"):
+    setattr(ndarray, f"__{_name}__", _wrapped_method(f"__{_name}__"))
+
+
+# --------------------------------------------------------------------------
+# The cupy namespace
+# --------------------------------------------------------------------------
+
+def _shape_of(shape):
+    return (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+
+
+def empty(shape, dtype=float, order="C"):
+    if order not in ("C", None):
+        return ndarray(np.empty(shape, dtype=dtype, order=order))
+    return ndarray(_allocate(_shape_of(shape), dtype))
+
+
+def zeros(shape, dtype=float, order="C"):
+    out = empty(shape, dtype, order)
+    out._a[...] = 0
+    return out
+
+
+def ones(shape, dtype=float, order="C"):
+    out = empty(shape, dtype, order)
+    out._a[...] = 1
+    return out
+
+
+def full(shape, fill_value, dtype=None, order="C"):
+    fill = _unwrap(fill_value)
+    dtype = np.asarray(fill).dtype if dtype is None else dtype
+    out = empty(shape, dtype, order)
+    out._a[...] = fill
+    return out
+
+
+def _like(maker):
+    def like(a, dtype=None, order="K", subok=None, shape=None, **kwargs):
+        base = _unwrap(a, allow_host=True)
+        base = np.asarray(base)
+        dtype = base.dtype if dtype is None else dtype
+        return maker(base.shape if shape is None else shape, dtype=dtype, **kwargs)
+    return like
+
+
+empty_like = _like(empty)
+zeros_like = _like(zeros)
+ones_like = _like(ones)
+
+
+def full_like(a, fill_value, dtype=None, order="K", subok=None, shape=None):
+    base = np.asarray(_unwrap(a, allow_host=True))
+    return full(base.shape if shape is None else shape, fill_value, base.dtype if dtype is None else dtype)
+
+
+def asarray(a, dtype=None, order=None, *, blocking=False):
+    """Host -> device transfer (a copy) or a no-op for device arrays."""
+    if isinstance(a, ndarray):
+        return a if dtype is None or np.dtype(dtype) == a.dtype else ndarray(a._a.astype(dtype))
+    host = np.asarray(_unwrap(a, allow_host=True), dtype=dtype, order=order)
+    out = empty(host.shape, host.dtype)
+    out._a[...] = host
+    return out
+
+
+def array(obj, dtype=None, copy=True, order="K", subok=False, ndmin=0, *, blocking=False):
+    host = np.array(_unwrap(obj, allow_host=True), dtype=dtype, copy=True, order=order, ndmin=ndmin)
+    return asarray(host)
+
+
+def asnumpy(a, stream=None, order="C", out=None, *, blocking=True):
+    return a.get(order=order, out=out) if isinstance(a, ndarray) else np.asarray(a)
+
+
+def get_array_module(*args):
+    return cupy
+
+
+def _numpy_function(name, func):
+    if isinstance(func, np.ufunc):
+        return _Ufunc(func)
+
+    @functools.wraps(func)
+    def call(*args, **kwargs):
+        with _quiet():
+            result = func(*_unwrap(args), **_unwrap(kwargs))
+        if isinstance(result, (np.random.Generator, np.random.RandomState)):
+            return _Proxy(result)
+        return _wrap(result, args + tuple(kwargs.values()))
+    call.__name__ = name
+    return call
+
+
+class _Ufunc:
+    """A NumPy ufunc over device arrays, its methods (``reduce``, ``at``, ...) included."""
+
+    def __init__(self, ufunc: np.ufunc):
+        self._ufunc = ufunc
+        self.__name__ = ufunc.__name__
+
+    def __call__(self, *args, **kwargs):
+        return _numpy_function(self.__name__, self._ufunc.__call__)(*args, **kwargs)
+
+    def __getattr__(self, name):
+        attr = getattr(self._ufunc, name)
+        return _numpy_function(name, attr) if callable(attr) else attr
+
+    def __repr__(self) -> str:
+        return f"<ufunc {self.__name__!r} (emulated device)>"
+
+
+class _DeviceContext:
+    """``cupy.cuda.Device``: the one emulated device, a no-op context."""
+
+    def __init__(self, device=None):
+        index = getattr(device, "id", device)
+        if index not in (None, 0):
+            raise ValueError(f"device {index} does not exist: the emulation has one CUDA device")
+        self.id = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def use(self):
+        return None
+
+    def synchronize(self):
+        return None
+
+
+class _Stream:
+    ptr = 0
+    null = None
+
+    def synchronize(self):
+        return None
+
+
+class _Runtime:
+    @staticmethod
+    def getDevice():
+        return 0
+
+    @staticmethod
+    def getDeviceCount():
+        return 1
+
+    @staticmethod
+    def runtimeGetVersion():
+        return 0
+
+    @staticmethod
+    def getDeviceProperties(index):
+        return {"name": b"emulated CUDA device (CPU)", "totalGlobalMem": 0, "multiProcessorCount": 1,
+                "major": 0, "minor": 0}
+
+
+class _CudaNamespace(types.SimpleNamespace):
+    pass
+
+
+class _Proxy:
+    """A NumPy object (a random generator, ...) whose methods take and return device arrays."""
+
+    def __init__(self, obj):
+        object.__setattr__(self, "_obj", obj)
+
+    def __getattr__(self, name):
+        value = getattr(self._obj, name)
+        return _numpy_function(name, value) if callable(value) else _wrap(value)
+
+
+class _Namespace(types.ModuleType):
+    """A NumPy module (``numpy``, ``numpy.random``, ``numpy.linalg``) over :class:`ndarray`."""
+
+    def __init__(self, name, doc, module=np):
+        super().__init__(name, doc)
+        self._module = module
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        value = getattr(self._module, name)  # AttributeError for names NumPy lacks
+        if isinstance(value, types.ModuleType):
+            wrapped = _Namespace(f"{self.__name__}.{name}", value.__doc__, value)
+        elif isinstance(value, type) or isinstance(value, np.dtype) or not callable(value):
+            return value  # dtypes, scalar types, constants
+        else:
+            wrapped = _numpy_function(name, value)
+        setattr(self, name, wrapped)
+        return wrapped
+
+
+cupy = _Namespace("cupy", "NumPy standing in for CuPy on the emulated CUDA device.")
+cupy.__version__ = "emulated"
+cupy.ndarray = ndarray
+for _func in (empty, zeros, ones, full, empty_like, zeros_like, ones_like, full_like, asarray, array,
+              asnumpy, get_array_module):
+    setattr(cupy, _func.__name__, _func)
+cupy.ascontiguousarray = lambda a, dtype=None: _wrap(np.ascontiguousarray(_unwrap(a), dtype=dtype), (a,))
+cupy.cuda = _CudaNamespace(
+    Device=_DeviceContext,
+    runtime=_Runtime(),
+    get_current_stream=lambda device=None: _Stream(),
+    Stream=_Stream,
+    is_available=lambda: True,
+)
+cupy.cuda.runtime.CUDARuntimeError = RuntimeError
