@@ -951,10 +951,15 @@ def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
 # argmin / argmax
 # --------------------------------------------------------------------------
 
+def _dtype_of(v) -> np.dtype:
+    """The dtype of an array (of either device) or of a host scalar."""
+    return np.dtype(v.dtype) if hasattr(v, "dtype") else np.asarray(v).dtype
+
+
 def _lex_cmp(a, b, xp, greater):
     """a > b (or a < b) with NumPy's complex ordering (real part first)."""
-    if np.dtype(getattr(a, "dtype", np.asarray(a).dtype)).kind == "c" or \
-            np.dtype(getattr(b, "dtype", np.asarray(b).dtype)).kind == "c":
+    # (getattr's default would be evaluated first: np.asarray of a CuPy array raises)
+    if _dtype_of(a).kind == "c" or _dtype_of(b).kind == "c":
         ar, ai, br, bi = xp.real(a), xp.imag(a), xp.real(b), xp.imag(b)
         return (ar > br) | ((ar == br) & (ai > bi)) if greater else (ar < br) | ((ar == br) & (ai < bi))
     return a > b if greater else a < b

@@ -283,6 +283,15 @@ class ndarray:
             result = getattr(ufunc, method)(*_unwrap(inputs), **_unwrap(kwargs))
         return _wrap(result, inputs + tuple(kwargs.get("out", ()) or ()))
 
+    def __array_function__(self, func, types, args, kwargs):
+        # NumPy functions over device arrays (np.where, np.concatenate, ...)
+        # run "on the device", as CuPy's __array_function__ makes them.
+        if not all(issubclass(t, (ndarray, np.ndarray)) for t in types):
+            return NotImplemented
+        with _quiet():
+            result = func(*_unwrap(args), **_unwrap(kwargs))
+        return _wrap(result, tuple(args) + tuple(kwargs.values()))
+
     # Indexing ---------------------------------------------------------------
     def __getitem__(self, key):
         return _wrap(self._a[_unwrap(key, allow_host=True)])
