@@ -29,14 +29,21 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["enabled"]
+__all__ = ["enabled", "mode"]
+
+
+def mode() -> str:
+    """``"off"``, ``"on"`` or ``"asan"``, as ``GPUSPARSE_CUDA_EMULATION`` asks."""
+    value = os.environ.get("GPUSPARSE_CUDA_EMULATION", "").strip().lower()
+    if value in ("", "0", "false", "no", "off"):
+        return "off"
+    if value in ("1", "true", "yes", "on"):
+        return "on"
+    if value == "asan":
+        return "asan"
+    raise ValueError(f"GPUSPARSE_CUDA_EMULATION must be 0, 1 or asan; got {value!r}")
 
 
 def enabled() -> bool:
     """Whether ``GPUSPARSE_CUDA_EMULATION`` asks for the emulated CUDA device."""
-    value = os.environ.get("GPUSPARSE_CUDA_EMULATION", "").strip().lower()
-    if value in ("", "0", "false", "no", "off"):
-        return False
-    if value in ("1", "true", "yes", "on", "asan"):
-        return True
-    raise ValueError(f"GPUSPARSE_CUDA_EMULATION must be 0, 1 or asan; got {value!r}")
+    return mode() != "off"

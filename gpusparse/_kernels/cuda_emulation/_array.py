@@ -21,11 +21,12 @@ emulated arrays, plus the parts of ``cupy.cuda`` the library uses.
 from __future__ import annotations
 
 import functools
-import os
 import types
 import weakref
 
 import numpy as np
+
+from gpusparse._kernels import cuda_emulation
 
 __all__ = ["GARBAGE_BYTE", "GuardError", "check_guards", "cupy", "ndarray"]
 
@@ -39,7 +40,7 @@ _GUARD_BYTE = 0x5B
 _guarded: "dict[int, tuple[int, int]]" = {}
 # Under AddressSanitizer every allocation is exact, so that its redzones,
 # not our guard bytes, border it.
-_EXACT = os.environ.get("GPUSPARSE_CUDA_EMULATION", "").strip().lower() == "asan"
+_EXACT = cuda_emulation.mode() == "asan"
 
 
 class GuardError(RuntimeError):
@@ -52,22 +53,21 @@ def _root(arr: np.ndarray) -> np.ndarray:
     return arr
 
 
-def _allocate(shape, dtype, garbage: bool = True) -> np.ndarray:
+def _allocate(shape, dtype) -> np.ndarray:
+    """Garbage-filled memory for ``shape`` and ``dtype``, between guard bytes."""
     dtype = np.dtype(dtype)
-    shape = tuple(int(s) for s in (shape if isinstance(shape, (tuple, list)) else (shape,)))
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
     if _EXACT:
         exact = np.empty(shape, dtype=dtype)
-        if garbage:
-            exact.view(np.uint8)[...] = GARBAGE_BYTE
+        exact.view(np.uint8)[...] = GARBAGE_BYTE
         return exact
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     raw = np.empty(nbytes + 3 * _GUARD, dtype=np.uint8)
     offset = _GUARD + (-raw.ctypes.data) % _GUARD  # 256-byte aligned, as cudaMalloc
     raw[:offset] = _GUARD_BYTE
     raw[offset + nbytes:] = _GUARD_BYTE
     body = raw[offset:offset + nbytes]
-    if garbage:
-        body[...] = GARBAGE_BYTE
+    body[...] = GARBAGE_BYTE
     key = id(raw)
     _guarded[key] = (offset, nbytes)
     weakref.finalize(raw, _guarded.pop, key, None)
@@ -82,11 +82,11 @@ def check_guards(arrays) -> None:
         if where is None:
             continue
         offset, nbytes = where
-        before = root[:offset]
-        after = root[offset + nbytes:]
-        if (before != _GUARD_BYTE).any() or (after != _GUARD_BYTE).any():
-            low = offset - int(np.flatnonzero(before != _GUARD_BYTE)[0]) if (before != _GUARD_BYTE).any() else 0
-            high = int(np.flatnonzero(after != _GUARD_BYTE)[-1]) + 1 if (after != _GUARD_BYTE).any() else 0
+        hit_before = np.flatnonzero(root[:offset] != _GUARD_BYTE)
+        hit_after = np.flatnonzero(root[offset + nbytes:] != _GUARD_BYTE)
+        if hit_before.size or hit_after.size:
+            low = offset - int(hit_before[0]) if hit_before.size else 0
+            high = int(hit_after[-1]) + 1 if hit_after.size else 0
             # Restore the guards so that one defect is reported once.
             root[:offset] = _GUARD_BYTE
             root[offset + nbytes:] = _GUARD_BYTE
@@ -322,7 +322,7 @@ class ndarray:
         return self._a.__index__()
 
     def __repr__(self):
-        return repr(self._a).replace("array(", "array(", 1) + "  # emulated device"
+        return repr(self._a) + "  # emulated device"
 
     def __str__(self):
         return str(self._a)
@@ -345,26 +345,10 @@ for _name in ("lt", "le", "eq", "ne", "gt", "ge", "neg", "pos", "abs", "invert")
 # The cupy namespace
 # --------------------------------------------------------------------------
 
-def _shape_of(shape):
-    return (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-
-
 def empty(shape, dtype=float, order="C"):
     if order not in ("C", None):
         return ndarray(np.empty(shape, dtype=dtype, order=order))
-    return ndarray(_allocate(_shape_of(shape), dtype))
-
-
-def zeros(shape, dtype=float, order="C"):
-    out = empty(shape, dtype, order)
-    out._a[...] = 0
-    return out
-
-
-def ones(shape, dtype=float, order="C"):
-    out = empty(shape, dtype, order)
-    out._a[...] = 1
-    return out
+    return ndarray(_allocate(shape, dtype))
 
 
 def full(shape, fill_value, dtype=None, order="C"):
@@ -373,6 +357,14 @@ def full(shape, fill_value, dtype=None, order="C"):
     out = empty(shape, dtype, order)
     out._a[...] = fill
     return out
+
+
+def zeros(shape, dtype=float, order="C"):
+    return full(shape, 0, np.dtype(dtype), order)  # np.dtype(None) is float64, as for NumPy
+
+
+def ones(shape, dtype=float, order="C"):
+    return full(shape, 1, np.dtype(dtype), order)
 
 
 def _like(maker):
@@ -420,7 +412,11 @@ def get_array_module(*args):
 def _numpy_function(name, func):
     if isinstance(func, np.ufunc):
         return _Ufunc(func)
+    return _device_call(name, func)
 
+
+def _device_call(name, func):
+    """``func`` (a NumPy function, ufunc or method) over device arrays."""
     @functools.wraps(func)
     def call(*args, **kwargs):
         with _quiet():
@@ -438,9 +434,10 @@ class _Ufunc:
     def __init__(self, ufunc: np.ufunc):
         self._ufunc = ufunc
         self.__name__ = ufunc.__name__
+        self._call = _device_call(ufunc.__name__, ufunc)
 
     def __call__(self, *args, **kwargs):
-        return _numpy_function(self.__name__, self._ufunc.__call__)(*args, **kwargs)
+        return self._call(*args, **kwargs)
 
     def __getattr__(self, name):
         attr = getattr(self._ufunc, name)
@@ -481,6 +478,8 @@ class _Stream:
 
 
 class _Runtime:
+    CUDARuntimeError = RuntimeError
+
     @staticmethod
     def getDevice():
         return 0
@@ -497,10 +496,6 @@ class _Runtime:
     def getDeviceProperties(index):
         return {"name": b"emulated CUDA device (CPU)", "totalGlobalMem": 0, "multiProcessorCount": 1,
                 "major": 0, "minor": 0}
-
-
-class _CudaNamespace(types.SimpleNamespace):
-    pass
 
 
 class _Proxy:
@@ -542,11 +537,10 @@ for _func in (empty, zeros, ones, full, empty_like, zeros_like, ones_like, full_
               asnumpy, get_array_module):
     setattr(cupy, _func.__name__, _func)
 cupy.ascontiguousarray = lambda a, dtype=None: _wrap(np.ascontiguousarray(_unwrap(a), dtype=dtype), (a,))
-cupy.cuda = _CudaNamespace(
+cupy.cuda = types.SimpleNamespace(
     Device=_DeviceContext,
     runtime=_Runtime(),
     get_current_stream=lambda device=None: _Stream(),
     Stream=_Stream,
     is_available=lambda: True,
 )
-cupy.cuda.runtime.CUDARuntimeError = RuntimeError

@@ -16,10 +16,9 @@ import os
 import shutil
 import subprocess
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-__all__ = ["HEADER", "CompileError", "build", "build_many", "cache_dir", "compiler"]
+__all__ = ["HEADER", "CompileError", "build", "cache_dir", "compiler"]
 
 #: The header that supplies the CUDA built-ins.
 HEADER = Path(__file__).resolve().parent / "cuda_runtime_emulation.h"
@@ -111,9 +110,3 @@ def build(source_dir: "str | Path", family: str, expression: str, asan: bool = F
         os.replace(staged, target)
     return target
 
-
-def build_many(source_dir, items, asan: bool = False, jobs: "int | None" = None) -> "list[Path]":
-    """:func:`build` for many ``(family, expression)`` pairs, ``jobs`` compilers at a time."""
-    jobs = jobs or max(1, os.cpu_count() or 1)
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(lambda item: build(source_dir, item[0], item[1], asan), items))

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gpusparse._kernels import cuda_emulation
 from gpusparse._kernels.cuda_emulation import _build
 from gpusparse._kernels.cuda_emulation._array import GuardError, check_guards, ndarray
 
@@ -42,7 +43,7 @@ class _Settings:
             self.seed = int(seed)
         except ValueError:
             raise ValueError(f"GPUSPARSE_CUDA_EMULATION_SEED must be an integer; got {seed!r}") from None
-        self.asan = os.environ.get("GPUSPARSE_CUDA_EMULATION", "").strip().lower() == "asan"
+        self.asan = cuda_emulation.mode() == "asan"
         #: Verify the guard bytes around the array arguments after each launch.
         self.check_guards = True
         self._launches = itertools.count(1)

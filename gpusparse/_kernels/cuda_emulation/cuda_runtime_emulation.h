@@ -236,19 +236,14 @@ inline void make_runnable(Fiber* f) {
 inline void report_stall() {
     unsigned int at_barrier = 0, at_warp = 0;
     int first_warp_op = -1;
-    unsigned int first_warp = 0;
     for (const Fiber& f : rt->fibers) {
         if (f.state == AT_BARRIER) ++at_barrier;
         if (f.state == AT_WARP_OP) {
-            if (first_warp_op < 0) {
-                first_warp = f.linear / 32;
-                first_warp_op = rt->warps[first_warp].op;
-            }
+            if (first_warp_op < 0) first_warp_op = rt->warps[f.linear / 32].op;
             ++at_warp;
         }
     }
     const unsigned int exited = rt->n_threads - rt->n_alive;
-    (void)first_warp;
     char text[400];
     std::snprintf(text, sizeof(text),
                   "deadlock: %u thread(s) wait at __syncthreads, %u at a warp collective%s%s, %u of %u "
