@@ -19,6 +19,10 @@
 //   * gs_arg_state<T>: (value, row) pair of argmin / argmax reductions.
 //   * warp shuffles for every value type, lane masks, and block-wide scans
 //     and reductions for blocks whose size is a multiple of 32.
+//   * memory safety whatever the values of integer inputs: gs_clamp,
+//     gs_clip_index (clipped reads), gs_in_range (dropped writes),
+//     gs_row_range (clipped indptr ranges), gs_run_window (runs cut to a
+//     buffer); binary searches bounded by their range.
 
 #ifndef GPUSPARSE_COMMON_CUH
 #define GPUSPARSE_COMMON_CUH
@@ -443,8 +447,61 @@ __device__ __forceinline__ long long gs_global_thread() {
     return static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
 }
 
+// --------------------------------------------------------------------------
+// Memory safety whatever the values of the integer inputs
+// --------------------------------------------------------------------------
+//
+// The contract of the primitive layer (gpusparse._kernels): a value that
+// breaks a precondition never makes a kernel leave its buffers. A read
+// through an index clips it into range, a write to a destination outside the
+// output is dropped, an indptr entry is clipped into [0, nnz] and a row whose
+// end lies before its start is empty; loops bounded by data stay bounded by
+// the buffers. Each helper is a compare and a select on a value the kernel
+// has already loaded: no pass of its own.
+
+// x clipped into [lo, hi] (lo <= hi).
+__device__ __forceinline__ long long gs_clamp(long long x, long long lo, long long hi) {
+    return x < lo ? lo : (x > hi ? hi : x);
+}
+
+// Index i clipped into [0, n - 1], the row a read through i takes; n >= 1
+// (a buffer of no rows is never read: launchers handle it).
+__device__ __forceinline__ long long gs_clip_index(long long i, long long n) {
+    return i < 0 ? 0 : (i >= n ? n - 1 : i);
+}
+
+// Whether a write to row i of a buffer of n rows lands inside it.
+__device__ __forceinline__ bool gs_in_range(long long i, long long n) {
+    return i >= 0 && i < n;
+}
+
+// The positions [lo, hi) of row r of a compressed structure whose indptr
+// points into nnz entries: both pointers clipped into [0, nnz], hi >= lo.
+template <typename I>
+__device__ __forceinline__ void gs_row_range(const I* indptr, long long r, long long nnz, long long& lo,
+                                             long long& hi) {
+    lo = gs_clamp(static_cast<long long>(indptr[r]), 0, nnz);
+    hi = gs_clamp(static_cast<long long>(indptr[r + 1]), lo, nnz);
+}
+
+// The part [j_lo, j_hi) of the run start + j, 0 <= j < length, that lies in
+// [0, n) (empty, j_lo == j_hi, when none does or length <= 0). Exact for
+// every int64 start and length: no intermediate value overflows.
+__device__ __forceinline__ void gs_run_window(long long start, long long length, long long n, long long& j_lo,
+                                              long long& j_hi) {
+    j_lo = 0;
+    j_hi = 0;
+    if (length <= 0 || start >= n || start <= -length) return;  // -length > INT64_MIN
+    j_lo = start < 0 ? -start : 0;  // start > -length, so -start does not overflow
+    // n - start > 0 fits in 64 unsigned bits.
+    const unsigned long long room = static_cast<unsigned long long>(n) - static_cast<unsigned long long>(start);
+    j_hi = room < static_cast<unsigned long long>(length) ? static_cast<long long>(room) : length;
+}
+
 // Largest lo in [lo, hi] with a[lo - 1] <= x, i.e. the first index in
-// [lo, hi) whose value exceeds x (hi when none does). ``a`` sorted ascending.
+// [lo, hi) whose value exceeds x (hi when none does). ``a`` sorted ascending;
+// for any other ``a`` the search still reads only a[lo, hi) and returns some
+// index in [lo, hi] (lo > hi: returns lo, reads nothing).
 template <typename I>
 __device__ __forceinline__ long long gs_upper_bound(const I* a, long long lo, long long hi, long long x) {
     while (lo < hi) {
@@ -454,7 +511,8 @@ __device__ __forceinline__ long long gs_upper_bound(const I* a, long long lo, lo
     return lo;
 }
 
-// First index in [lo, hi) whose value is >= x (hi when none is).
+// First index in [lo, hi) whose value is >= x (hi when none is); bounded as
+// gs_upper_bound whatever ``a`` holds.
 template <typename I>
 __device__ __forceinline__ long long gs_lower_bound(const I* a, long long lo, long long hi, long long x) {
     while (lo < hi) {

@@ -15,26 +15,31 @@
 #define GS_CMP_THREADS 256
 
 // gs_compress: indptr[r] = first position p with rows[p] >= r (n if none),
-// for r in [0, n_rows].
+// for r in [0, n_rows]; indptr[0] = 0 and indptr[n_rows] = n always.
 //
 // Thread mapping: one thread per indptr entry r (1-D grid over n_rows + 1
 // entries, 64-bit index); threads 0 and 32 of each block find the window
 // [lower_bound(r_first), lower_bound(r_last)] that holds every answer of
 // the block.
 // Preconditions: rows (n,) sorted ascending (n may be 0); the grid covers
-// n_rows + 1 entries; the answers (<= n) fit in I.
-template <typename I>
+// n_rows + 1 entries; the answers (<= n) fit in I. Rows outside [0, n_rows)
+// count in the nearest row (the fixed first and last entries: the
+// histogram of the clipped rows); unsorted rows give some pointers in
+// [0, n], every entry written once (binary searches stay in their window).
+// R: the type of rows (segment ids may be int32).
+template <typename R, typename I>
 __global__ void __launch_bounds__(GS_CMP_THREADS) gs_compress(
-    const long long* __restrict__ rows, long long n, long long n_rows, I* __restrict__ indptr) {
+    const R* __restrict__ rows, long long n, long long n_rows, I* __restrict__ indptr) {
     __shared__ long long s_window[2];
     const long long r_first = static_cast<long long>(blockIdx.x) * GS_CMP_THREADS;
     const long long r_last = min(r_first + GS_CMP_THREADS - 1, n_rows);
-    if (threadIdx.x == 0) s_window[0] = gs_lower_bound<long long>(rows, 0, n, r_first);
-    if (threadIdx.x == GS_WARP) s_window[1] = gs_lower_bound<long long>(rows, 0, n, r_last);
+    if (threadIdx.x == 0) s_window[0] = gs_lower_bound<R>(rows, 0, n, r_first);
+    if (threadIdx.x == GS_WARP) s_window[1] = gs_lower_bound<R>(rows, 0, n, r_last);
     __syncthreads();
     const long long r = r_first + threadIdx.x;
     if (r > n_rows) return;
-    indptr[r] = static_cast<I>(gs_lower_bound<long long>(rows, s_window[0], s_window[1], r));
+    const long long p = r == 0 ? 0 : (r == n_rows ? n : gs_lower_bound<R>(rows, s_window[0], s_window[1], r));
+    indptr[r] = static_cast<I>(p);
 }
 
 // gs_expand: rows[p] = r for indptr[r] <= p < indptr[r + 1], i.e. the last
@@ -45,6 +50,11 @@ __global__ void __launch_bounds__(GS_CMP_THREADS) gs_compress(
 // [upper_bound(p_first), upper_bound(p_last)] of indptr that holds every
 // answer of the block.
 // Preconditions: indptr (n_rows + 1,) non-decreasing from 0 to nnz; nnz >= 1.
+// Any other indptr gives every position a row in [0, n_rows) (0 when
+// n_rows == 0): pointers are compared with positions in [0, nnz), so they
+// act clipped into [0, nnz]; positions before indptr[0] go to the first row
+// and those past indptr[n_rows] to the last (the searches are bounded by
+// indptr's n_rows + 1 entries whatever their order).
 template <typename I>
 __global__ void __launch_bounds__(GS_CMP_THREADS) gs_expand(
     const I* __restrict__ indptr, long long n_rows, long long nnz, long long* __restrict__ rows) {
@@ -56,13 +66,15 @@ __global__ void __launch_bounds__(GS_CMP_THREADS) gs_expand(
     __syncthreads();
     const long long p = p_first + threadIdx.x;
     if (p >= nnz) return;
-    // upper_bound >= 1 because indptr[0] = 0 <= p.
-    rows[p] = gs_upper_bound<I>(indptr, s_window[0], s_window[1], p) - 1;
+    // upper_bound >= 1 when indptr[0] <= p (always, for a valid indptr).
+    const long long r = gs_upper_bound<I>(indptr, s_window[0], s_window[1], p) - 1;
+    rows[p] = gs_clamp(r, 0, max(n_rows - 1, 0LL));
 }
 
 #ifdef GPUSPARSE_INSTANTIATE_ALL
-template __global__ void gs_compress<int>(const long long*, long long, long long, int*);
-template __global__ void gs_compress<long long>(const long long*, long long, long long, long long*);
+template __global__ void gs_compress<long long, int>(const long long*, long long, long long, int*);
+template __global__ void gs_compress<long long, long long>(const long long*, long long, long long, long long*);
+template __global__ void gs_compress<int, long long>(const int*, long long, long long, long long*);
 template __global__ void gs_expand<int>(const int*, long long, long long, long long*);
 template __global__ void gs_expand<long long>(const long long*, long long, long long, long long*);
 #endif

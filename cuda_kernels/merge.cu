@@ -23,6 +23,15 @@
 // count stays on the device.
 //
 // HOW: 0 = union (every key once), 1 = intersection (keys in both).
+//
+// Keys that are not strictly increasing (the memory-safety contract): every
+// binary search stays inside its range, so cuts stay inside [0, na] x
+// [0, nb]; a tile whose two cuts do not follow each other gets an empty
+// range, and one whose range would not fit the shared staging is cut to
+// GS_MERGE_SPAN keys; each thread's merge walks at most its ranges; outputs
+// past the capacity are dropped and the launcher clips the count to it.
+// The result is then some merge of the two arrays (unspecified), computed
+// inside the buffers.
 
 #include "common.cuh"
 
@@ -51,17 +60,21 @@ __device__ __forceinline__ long long gs_merge_cut(const K* a, long long na, cons
 
 // Merge a[i:i_end] with b[j:j_end] (both in shared memory, positions local
 // to the tile); count the outputs, and write them when ``write`` (global
-// positions a_base + i, b_base + j) from ``out``.
+// positions a_base + i, b_base + j) from ``out``, dropping any at or past
+// ``capacity``. Each step advances i or j: at most (i_end - i) + (j_end - j)
+// steps whatever the keys.
 template <typename K, int HOW, bool WRITE>
 __device__ __forceinline__ long long gs_merge_run(const K* a, long long i, long long i_end,
                                                   const K* b, long long j, long long j_end,
                                                   long long a_base, long long b_base, long long out,
-                                                  K* keys, long long* a_index, long long* b_index) {
+                                                  long long capacity, K* keys, long long* a_index,
+                                                  long long* b_index) {
     long long n = 0;
     while (i < i_end || j < j_end) {
+        const bool write = WRITE && out + n < capacity;
         if (j >= j_end || (i < i_end && a[i] < b[j])) {
             if (HOW == 0) {
-                if (WRITE) {
+                if (write) {
                     keys[out + n] = a[i];
                     a_index[out + n] = a_base + i;
                     b_index[out + n] = -1;
@@ -71,7 +84,7 @@ __device__ __forceinline__ long long gs_merge_run(const K* a, long long i, long 
             ++i;
         } else if (i >= i_end || b[j] < a[i]) {
             if (HOW == 0) {
-                if (WRITE) {
+                if (write) {
                     keys[out + n] = b[j];
                     a_index[out + n] = -1;
                     b_index[out + n] = b_base + j;
@@ -80,7 +93,7 @@ __device__ __forceinline__ long long gs_merge_run(const K* a, long long i, long 
             }
             ++j;
         } else {
-            if (WRITE) {
+            if (write) {
                 keys[out + n] = a[i];
                 a_index[out + n] = a_base + i;
                 b_index[out + n] = b_base + j;
@@ -122,10 +135,11 @@ __device__ __forceinline__ void gs_merge_thread_range(
     const long long t = blockIdx.x;
     i0 = cuts[2 * t];
     j0 = cuts[2 * t + 1];
-    const long long i1 = cuts[2 * t + 2];
-    const long long j1 = cuts[2 * t + 3];
-    na_t = i1 - i0;
-    const long long nb_t = j1 - j0;
+    // For increasing keys the cuts of consecutive boundaries follow each
+    // other and a tile holds at most GS_MERGE_SPAN keys; the clamps keep any
+    // other keys inside the staging buffer.
+    na_t = gs_clamp(cuts[2 * t + 2] - i0, 0, GS_MERGE_SPAN);
+    const long long nb_t = gs_clamp(cuts[2 * t + 3] - j0, 0, GS_MERGE_SPAN - na_t);
     for (long long x = threadIdx.x; x < na_t; x += blockDim.x) s_keys[x] = a[i0 + x];
     for (long long x = threadIdx.x; x < nb_t; x += blockDim.x) s_keys[na_t + x] = b[j0 + x];
     __syncthreads();
@@ -158,7 +172,7 @@ __global__ void __launch_bounds__(GS_MERGE_THREADS) gs_merge_count(
     long long i0, j0, ti, ti_end, tj, tj_end, na_t;
     gs_merge_thread_range<K>(a, b, cuts, s_keys, i0, j0, ti, ti_end, tj, tj_end, na_t);
     const long long n = gs_merge_run<K, HOW, false>(s_keys, ti, ti_end, s_keys + na_t, tj, tj_end, 0, 0, 0,
-                                                    nullptr, nullptr, nullptr);
+                                                    0, nullptr, nullptr, nullptr);
     const long long total = gs_block_sum<long long>(n, s_warp);
     if (threadIdx.x == 0) counts[blockIdx.x] = total;
 }
@@ -169,13 +183,15 @@ __global__ void __launch_bounds__(GS_MERGE_THREADS) gs_merge_count(
 // block exclusive scan gives its offset after offsets[tile], then it merges
 // again and writes keys[p], a_index[p], b_index[p].
 // Preconditions: offsets[t] = number of outputs of the tiles before t (an
-// exclusive scan of gs_merge_count's counts); outputs sized for every
-// output (na + nb for a union, min(na, nb) for an intersection).
+// exclusive scan of gs_merge_count's counts); outputs sized for ``capacity``
+// outputs (na + nb for a union, min(na, nb) for an intersection: every
+// output for strictly increasing keys; outputs past it, which only other
+// keys can make, are dropped).
 template <typename K, int HOW>
 __global__ void __launch_bounds__(GS_MERGE_THREADS) gs_merge_write(
     const K* __restrict__ a, const K* __restrict__ b, const long long* __restrict__ cuts,
-    const long long* __restrict__ offsets, K* __restrict__ keys, long long* __restrict__ a_index,
-    long long* __restrict__ b_index) {
+    const long long* __restrict__ offsets, long long capacity, K* __restrict__ keys,
+    long long* __restrict__ a_index, long long* __restrict__ b_index) {
     __shared__ K s_keys[GS_MERGE_SPAN];
     __shared__ long long s_warp[GS_WARP];
     long long i0, j0, ti, ti_end, tj, tj_end, na_t;
@@ -183,11 +199,11 @@ __global__ void __launch_bounds__(GS_MERGE_THREADS) gs_merge_write(
     const K* sa = s_keys;
     const K* sb = s_keys + na_t;
     const long long n = gs_merge_run<K, HOW, false>(sa, ti, ti_end, sb, tj, tj_end, 0, 0, 0,
-                                                    nullptr, nullptr, nullptr);
+                                                    0, nullptr, nullptr, nullptr);
     long long block_total;
     const long long inclusive = gs_block_inclusive_sum<long long>(n, s_warp, block_total);
     const long long out = offsets[blockIdx.x] + inclusive - n;
-    gs_merge_run<K, HOW, true>(sa, ti, ti_end, sb, tj, tj_end, i0, j0, out, keys, a_index, b_index);
+    gs_merge_run<K, HOW, true>(sa, ti, ti_end, sb, tj, tj_end, i0, j0, out, capacity, keys, a_index, b_index);
 }
 
 #ifdef GPUSPARSE_INSTANTIATE_ALL
@@ -198,7 +214,8 @@ template __global__ void gs_merge_partition<long long>(const long long*, long lo
                                                             const long long*, long long*);            \
     template __global__ void gs_merge_write<long long, HOW>(const long long*, const long long*,      \
                                                             const long long*, const long long*,       \
-                                                            long long*, long long*, long long*);
+                                                            long long, long long*, long long*,        \
+                                                            long long*);
 GS_INST_MERGE(0)
 GS_INST_MERGE(1)
 #endif

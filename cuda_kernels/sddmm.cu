@@ -17,16 +17,17 @@
 // (coalesced), then a warp tree reduction with a fixed association
 // (deterministic) and lane 0 writes out[p].
 // Preconditions: 1-D grid of at least 32 * nnz threads, blockDim.x a multiple
-// of 32; rows (nnz) in [0, m) and cols (nnz) in [0, n).
+// of 32; rows (nnz) in [0, m) and cols (nnz) in [0, n); m, n >= 1. Other
+// rows and columns read the nearest row of a or bt (clipped).
 template <typename T, typename I>
 __global__ void __launch_bounds__(GS_SDDMM_THREADS) gs_sddmm(
-    const long long* __restrict__ rows, const I* __restrict__ cols, const T* __restrict__ a,
-    const T* __restrict__ bt, long long nnz, long long k, T alpha, T* __restrict__ out) {
+    const long long* __restrict__ rows, const I* __restrict__ cols, const T* __restrict__ a, long long m,
+    const T* __restrict__ bt, long long n, long long nnz, long long k, T alpha, T* __restrict__ out) {
     const long long p = gs_global_thread() / GS_WARP;
     const unsigned int lane = gs_lane_id();
     if (p >= nnz) return;  // uniform across the warp
-    const T* __restrict__ left = a + rows[p] * k;
-    const T* __restrict__ right = bt + static_cast<long long>(cols[p]) * k;
+    const T* __restrict__ left = a + gs_clip_index(rows[p], m) * k;
+    const T* __restrict__ right = bt + gs_clip_index(static_cast<long long>(cols[p]), n) * k;
     T acc = gs_zero<T>();
     for (long long j = lane; j < k; j += GS_WARP) {
         acc = gs_add<T>(acc, gs_mul<T>(left[j], right[j]));
@@ -37,8 +38,8 @@ __global__ void __launch_bounds__(GS_SDDMM_THREADS) gs_sddmm(
 
 #ifdef GPUSPARSE_INSTANTIATE_ALL
 #define GS_INST_SDDMM(T, I)                                                                    \
-    template __global__ void gs_sddmm<T, I>(const long long*, const I*, const T*, const T*,   \
-                                            long long, long long, T, T*);
+    template __global__ void gs_sddmm<T, I>(const long long*, const I*, const T*, long long,  \
+                                            const T*, long long, long long, long long, T, T*);
 #define GS_INST_SDDMM_INDEX(I)              \
     GS_INST_SDDMM(signed char, I)           \
     GS_INST_SDDMM(unsigned char, I)         \

@@ -1,7 +1,9 @@
-// gpusparse CUDA kernels: sortedness, segment ids/starts, segmented reduce.
+// gpusparse CUDA kernels: sortedness, segment ids, segmented reduce.
 //
 // Keys of a (g, n) lexicographic key set are stored row-major: key row r of
-// element i is keys[r * n + i]; a 1-D key array is the case g == 1.
+// element i is keys[r * n + i]; a 1-D key array is the case g == 1. (Segment
+// starts from ids are gs_compress of compress.cu: a binary search per
+// segment, which writes every entry whatever the ids hold.)
 
 #include "common.cuh"
 
@@ -108,23 +110,6 @@ __global__ void __launch_bounds__(GS_SEG_THREADS) gs_segment_ids_scan(
     }
 }
 
-// gs_segment_starts: starts[ids[i]] = i at every run head, starts[s] = n.
-//
-// Thread mapping: one thread per element (1-D grid, 64-bit index).
-// Preconditions: n >= 1; ids non-decreasing from 0 without gaps. Ids outside
-// [0, n_segments) are ignored, so nothing is written out of bounds.
-template <typename I>
-__global__ void __launch_bounds__(256) gs_segment_starts(
-    const I* __restrict__ ids, long long n, long long n_segments, long long* __restrict__ starts) {
-    const long long i = gs_global_thread();
-    if (i >= n) return;
-    const long long id = static_cast<long long>(ids[i]);
-    if ((i == 0 || static_cast<long long>(ids[i - 1]) != id) && id >= 0 && id < n_segments) {
-        starts[id] = i;
-    }
-    if (i == 0) starts[n_segments] = n;
-}
-
 // What a segmented reduction accumulates (acc_t), writes (out_t), and how.
 //   sum/prod/min/max: acc_t = out_t = T, gs_reducer<T, OP>.
 //   any/all:          acc_t = out_t = bool, v != 0 (NaN counts as true).
@@ -222,20 +207,33 @@ template <typename T> struct gs_seg_policy<T, GS_OP_ARGMAX> : gs_seg_arg_policy<
 // ends are staged in shared memory and each worker searches there.
 // Preconditions: starts (s + 1,) non-decreasing, starts[s] <= n_pos
 // (positions outside [starts[0], starts[s]) are ignored); perm null or
-// (n_pos,) with entries in [0, m); values (m, width) C-contiguous; s >= 1,
-// width >= 1; rl * items <= GS_RED_MAX_TILE; grid.x = ceil((s + n_pos) /
-// (rl * items)); 1-D blocks of GS_RED_THREADS threads; carry_seg (grid.x,),
-// carry_val (grid.x, width) of acc_t.
+// (n_pos,) with entries in [0, m); values (m, width) C-contiguous; m >= 1
+// (m == n_pos without perm); s >= 1, width >= 1; rl * items <=
+// GS_RED_MAX_TILE; grid.x = ceil((s + n_pos) / (rl * items)); 1-D blocks of
+// GS_RED_THREADS threads; carry_seg (grid.x,), carry_val (grid.x, width) of
+// acc_t; *flag == 0 on entry.
+// Other values (the memory-safety contract): starts are clipped into
+// [0, n_pos] as they are loaded and perm entries into [0, m), so starts
+// that are out of range but non-decreasing once clipped give the exact
+// result of the clipped ranges. Starts that are not non-decreasing would
+// make the tiles' cuts inconsistent: every block checks the ends it stages
+// (and that its two cuts follow each other), and one that finds a descent
+// sets *flag and does nothing more; gs_segment_reduce_fixup then does
+// nothing either and gs_segment_reduce_fallback recomputes every output
+// from the clipped ranges [lo, max(lo, hi)). Every pair of consecutive
+// starts is checked by some block (the tiles' end ranges chain from 0 to
+// s), so a launch whose starts are non-decreasing never takes the fallback.
 // Occupancy target: 6 blocks of 256 threads per SM (at most 40 registers);
 // 4 (64 registers) for the 16- and 32-byte accumulators (complex128,
 // argmin/argmax states), which would otherwise spill.
 #define GS_RED_MIN_BLOCKS(T, OP) (sizeof(typename gs_seg_policy<T, OP>::acc_t) >= 16 ? 4 : 6)
 template <typename T, int OP>
 __global__ void __launch_bounds__(GS_RED_THREADS, GS_RED_MIN_BLOCKS(T, OP)) gs_segment_reduce(
-    const T* __restrict__ values, long long width, const long long* __restrict__ starts,
+    const T* __restrict__ values, long long m, long long width, const long long* __restrict__ starts,
     long long n_segments, const long long* __restrict__ perm, long long n_pos,
     int cl_log2, int items, typename gs_seg_policy<T, OP>::out_t* __restrict__ out,
-    long long* __restrict__ carry_seg, typename gs_seg_policy<T, OP>::acc_t* __restrict__ carry_val) {
+    long long* __restrict__ carry_seg, typename gs_seg_policy<T, OP>::acc_t* __restrict__ carry_val,
+    int* __restrict__ flag) {
     typedef gs_seg_policy<T, OP> P;
     typedef typename P::acc_t A;
     const P op = P();
@@ -252,7 +250,7 @@ __global__ void __launch_bounds__(GS_RED_THREADS, GS_RED_MIN_BLOCKS(T, OP)) gs_s
     const long long tile = static_cast<long long>(rl) * items;
     const long long d0 = static_cast<long long>(blockIdx.x) * tile;
     const long long d1 = min(d0 + tile, s + n_pos);
-    const long long start0 = starts[0];
+    const long long start0 = gs_clamp(starts[0], 0, n_pos);
 
     if (threadIdx.x == 0 || threadIdx.x == GS_WARP) {
         const long long diag = threadIdx.x == 0 ? d0 : d1;
@@ -260,7 +258,7 @@ __global__ void __launch_bounds__(GS_RED_THREADS, GS_RED_MIN_BLOCKS(T, OP)) gs_s
         long long hi = min(diag, s);
         while (lo < hi) {
             const long long mid = lo + ((hi - lo) >> 1);
-            if (starts[mid + 1] <= diag - mid - 1) lo = mid + 1; else hi = mid;
+            if (gs_clamp(starts[mid + 1], 0, n_pos) <= diag - mid - 1) lo = mid + 1; else hi = mid;
         }
         const int slot = threadIdx.x == 0 ? 0 : 2;
         s_bounds[slot] = lo;
@@ -268,11 +266,26 @@ __global__ void __launch_bounds__(GS_RED_THREADS, GS_RED_MIN_BLOCKS(T, OP)) gs_s
     }
     __syncthreads();
     const long long i0 = s_bounds[0], k0 = s_bounds[1];
-    const long long i1 = s_bounds[2], k1 = s_bounds[3];
+    // Cuts that do not follow each other (descending starts) leave the tile
+    // without work: n_ends stays within s_ends, and the launch is flagged.
+    const bool crossed = s_bounds[2] < i0 || s_bounds[3] < k0;
+    const long long i1 = crossed ? i0 : s_bounds[2];
+    const long long k1 = crossed ? k0 : s_bounds[3];
     // The ends this tile can look at: e_i for i in [i0, min(i1, s - 1)].
     const long long n_ends = min(i1, s - 1) - i0 + 1;
-    for (long long x = threadIdx.x; x < n_ends; x += GS_RED_THREADS) s_ends[x] = starts[i0 + 1 + x];
+    for (long long x = threadIdx.x; x < n_ends; x += GS_RED_THREADS) {
+        s_ends[x] = gs_clamp(starts[i0 + 1 + x], 0, n_pos);
+    }
     __syncthreads();
+    bool descent = crossed;
+    for (long long x = threadIdx.x; x < n_ends; x += GS_RED_THREADS) {
+        const long long before = x > 0 ? s_ends[x - 1] : gs_clamp(starts[i0], 0, n_pos);
+        if (before > s_ends[x]) descent = true;
+    }
+    if (__syncthreads_or(descent)) {  // uniform over the block
+        if (threadIdx.x == 0) *flag = 1;
+        return;
+    }
 
     // This worker's start on the tile's merge path.
     const long long span = d1 - d0;
@@ -299,10 +312,12 @@ __global__ void __launch_bounds__(GS_RED_THREADS, GS_RED_MIN_BLOCKS(T, OP)) gs_s
         long long first_seg = -1;
         A first_val = P::identity();
         for (long long it = dd; it < dend; ++it) {
-            const long long e = i < s ? s_ends[i - i0] : GS_LLONG_MAX;
+            // (i - i0 < n_ends and k < n_pos always hold here: the ends are
+            // non-decreasing; the compares only keep that local.)
+            const long long e = (i < s && i - i0 < n_ends) ? s_ends[i - i0] : GS_LLONG_MAX;
             if (k < e) {  // position k belongs to segment i (if any)
-                if (col_ok && i < s && (i > 0 || k >= start0)) {
-                    const long long row = perm != nullptr ? perm[k] : k;
+                if (col_ok && i < s && (i > 0 || k >= start0) && k < n_pos) {
+                    const long long row = perm != nullptr ? gs_clip_index(perm[k], m) : k;
                     acc = op(acc, P::lift(values[row * width + col], row));
                 }
                 ++k;
@@ -363,17 +378,20 @@ __global__ void __launch_bounds__(GS_RED_THREADS, GS_RED_MIN_BLOCKS(T, OP)) gs_s
 // on the left, so argmin/argmax keep the first extreme element, and the
 // association is fixed: deterministic.
 // Preconditions: launched after gs_segment_reduce with the same tiles;
-// carry_seg entries equal to n_segments mean "no open segment".
+// carry_seg entries equal to n_segments mean "no open segment". Does
+// nothing when gs_segment_reduce flagged the launch (*flag != 0: the
+// fallback computes every output).
 #define GS_FIX_UNROLL 8
 template <typename T, int OP>
 __global__ void __launch_bounds__(256) gs_segment_reduce_fixup(
     const long long* __restrict__ carry_seg,
     const typename gs_seg_policy<T, OP>::acc_t* __restrict__ carry_val, long long n_tiles,
     long long width, long long n_segments, const T* __restrict__ values,
-    typename gs_seg_policy<T, OP>::out_t* __restrict__ out) {
+    typename gs_seg_policy<T, OP>::out_t* __restrict__ out, const int* __restrict__ flag) {
     typedef gs_seg_policy<T, OP> P;
     typedef typename P::acc_t A;
     const P op = P();
+    if (*flag != 0) return;  // uniform over the grid
     const int lane = static_cast<int>(gs_lane_id());
     const long long t = static_cast<long long>(blockIdx.x) * (blockDim.x / GS_WARP) + threadIdx.x / GS_WARP;
     if (t >= n_tiles) return;  // uniform over the warp
@@ -406,6 +424,46 @@ __global__ void __launch_bounds__(256) gs_segment_reduce_fixup(
     }
 }
 
+// gs_segment_reduce_fallback: out[j, c] = op over positions p in the clipped
+// range [lo, max(lo, hi)) of segment j (lo, hi = starts[j], starts[j + 1]
+// clipped into [0, n_pos]) of values[row(p), c], row(p) = perm[p] clipped
+// into [0, m) (or p); the identity for an empty range, and for every
+// segment when m == 0 (nothing to read).
+//
+// Thread mapping: one thread per output element (j, c), c fastest
+// (coalesced writes), grid-stride; it folds its range in position order, so
+// argmin / argmax keep the first extreme element.
+// Runs only when *flag != 0: gs_segment_reduce found starts that are not
+// non-decreasing (or the launcher found nothing to read). Every other
+// thread exits after one load, so the launch costs next to nothing on
+// valid input. Ranges of such starts may overlap: the work is the sum of
+// their lengths (each bounded by n_pos).
+template <typename T, int OP>
+__global__ void __launch_bounds__(256) gs_segment_reduce_fallback(
+    const T* __restrict__ values, long long m, long long width, const long long* __restrict__ starts,
+    long long n_segments, const long long* __restrict__ perm, long long n_pos, const int* __restrict__ flag,
+    typename gs_seg_policy<T, OP>::out_t* __restrict__ out) {
+    typedef gs_seg_policy<T, OP> P;
+    typedef typename P::acc_t A;
+    const P op = P();
+    if (*flag == 0) return;  // uniform over the grid
+    const long long total = n_segments * width;
+    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+    for (long long t = gs_global_thread(); t < total; t += stride) {
+        const long long j = t / width;
+        const long long c = t - j * width;
+        long long lo, hi;
+        gs_row_range<long long>(starts, j, n_pos, lo, hi);
+        if (m <= 0) hi = lo;
+        A acc = P::identity();
+        for (long long p = lo; p < hi; ++p) {
+            const long long row = perm != nullptr ? gs_clip_index(perm[p], m) : p;
+            acc = op(acc, P::lift(values[row * width + c], row));
+        }
+        out[t] = P::result(acc);
+    }
+}
+
 #ifdef GPUSPARSE_INSTANTIATE_ALL
 #define GS_INST_KEYS(K)                                                                        \
     template __global__ void gs_sortedness<K>(const K*, long long, int, int*);                \
@@ -413,16 +471,17 @@ __global__ void __launch_bounds__(256) gs_segment_reduce_fixup(
     template __global__ void gs_segment_ids_scan<K>(const K*, long long, int, const long long*, long long*);
 GS_INST_KEYS(long long)
 GS_INST_KEYS(int)
-template __global__ void gs_segment_starts<long long>(const long long*, long long, long long, long long*);
-template __global__ void gs_segment_starts<int>(const int*, long long, long long, long long*);
 
 #define GS_INST_REDUCE(T, OP)                                                                     \
     template __global__ void gs_segment_reduce<T, OP>(                                           \
-        const T*, long long, const long long*, long long, const long long*, long long, int, int, \
-        gs_seg_policy<T, OP>::out_t*, long long*, gs_seg_policy<T, OP>::acc_t*);                 \
+        const T*, long long, long long, const long long*, long long, const long long*, long long, \
+        int, int, gs_seg_policy<T, OP>::out_t*, long long*, gs_seg_policy<T, OP>::acc_t*, int*);  \
     template __global__ void gs_segment_reduce_fixup<T, OP>(                                     \
         const long long*, const gs_seg_policy<T, OP>::acc_t*, long long, long long, long long,   \
-        const T*, gs_seg_policy<T, OP>::out_t*);
+        const T*, gs_seg_policy<T, OP>::out_t*, const int*);                                     \
+    template __global__ void gs_segment_reduce_fallback<T, OP>(                                  \
+        const T*, long long, long long, const long long*, long long, const long long*, long long, \
+        const int*, gs_seg_policy<T, OP>::out_t*);
 #define GS_INST_REDUCE_ALL_OPS(T)   \
     GS_INST_REDUCE(T, GS_OP_SUM)    \
     GS_INST_REDUCE(T, GS_OP_PROD)   \

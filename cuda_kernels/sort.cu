@@ -20,6 +20,11 @@
 //
 // Everything data-dependent (which passes run, where they read and write) is
 // decided on the device from the plan array: the host never synchronises.
+// Every key is clipped into [0, key_max] as it is loaded (gs_radix_key), so
+// keys outside the range the sort was asked for (negative ones, ones past
+// 2**key_bits) are sorted as the nearest key inside it and written out
+// clipped: the output is always sorted, and its payloads a permutation of
+// the input's.
 // Buffers: IN (the caller's arrays, read only), A (the output), B (scratch,
 // only needed with two passes or more). Plan code of a pass: -1 when
 // skipped, else src * 4 + dst with src in {0: IN, 1: A, 2: B} and dst in
@@ -35,6 +40,12 @@
 #define GS_RADIX 256
 #define GS_SORT_MAX_PASSES 8
 
+// A key as the sort sees it: clipped into [0, key_max].
+template <typename K>
+__device__ __forceinline__ K gs_radix_key(K key, long long key_max) {
+    return static_cast<K>(gs_clamp(static_cast<long long>(key), 0, key_max));
+}
+
 template <typename K>
 __device__ __forceinline__ int gs_radix_digit(K key, int shift) {
     return static_cast<int>((static_cast<unsigned long long>(key) >> shift) & (GS_RADIX - 1));
@@ -46,7 +57,7 @@ __device__ __forceinline__ int gs_radix_digit(K key, int shift) {
 // thread t reads keys tile * TILE + j * 256 + t for j < 16 (coalesced) and
 // adds runs of equal digits to a shared-memory histogram (see below).
 // Output: counts[d * n_tiles + tile] = number of keys of this tile whose
-// digit ``pass`` is d. When ``totals`` is not null (pass 0 only) the block
+// digit ``pass`` is d (of the key clipped into [0, key_max]). When ``totals`` is not null (pass 0 only) the block
 // also adds its counts of every pass's digit to totals[p * 256 + d].
 // Preconditions: 1-D grid of exactly n_tiles = ceil(n / TILE) blocks of
 // GS_SORT_THREADS threads; n >= 1; for pass > 0, ``plan`` was written by
@@ -55,7 +66,7 @@ __device__ __forceinline__ int gs_radix_digit(K key, int shift) {
 template <typename K>
 __global__ void __launch_bounds__(GS_SORT_THREADS) gs_radix_upsweep(
     const K* __restrict__ keys_in, const K* __restrict__ keys_a, const K* __restrict__ keys_b,
-    long long n, int pass, int n_passes, const int* __restrict__ plan,
+    long long n, long long key_max, int pass, int n_passes, const int* __restrict__ plan,
     long long* __restrict__ counts, long long n_tiles, unsigned long long* __restrict__ totals) {
     __shared__ int s_hist[GS_SORT_MAX_PASSES * GS_RADIX];
 
@@ -88,7 +99,7 @@ __global__ void __launch_bounds__(GS_SORT_THREADS) gs_radix_upsweep(
     for (int j = 0; j < GS_SORT_ITEMS; ++j) {
         const long long idx = base + j * GS_SORT_THREADS + threadIdx.x;
         if (idx >= n) break;
-        const K key = src[idx];
+        const K key = gs_radix_key<K>(src[idx], key_max);
 #pragma unroll
         for (int p = 0; p < GS_SORT_MAX_PASSES; ++p) {
             if (p < n_digits) {
@@ -175,13 +186,13 @@ __global__ void __launch_bounds__(GS_RADIX) gs_radix_plan(
 // Preconditions: 1-D grid of exactly n_tiles blocks of GS_SORT_THREADS;
 // ``scanned`` is the inclusive scan of gs_radix_upsweep's counts for this
 // pass; ``plan`` from gs_radix_plan. ``vals_in`` may be null: the payload of
-// the input is then the input position (the permutation). Keys are
-// non-negative.
+// the input is then the input position (the permutation). Keys are clipped
+// into [0, key_max] as in gs_radix_upsweep.
 template <typename K, typename V>
 __global__ void __launch_bounds__(GS_SORT_THREADS) gs_radix_scatter(
     const K* __restrict__ keys_in, const V* __restrict__ vals_in,
     K* keys_a, V* vals_a, K* keys_b, V* vals_b,
-    long long n, int pass, const int* __restrict__ plan,
+    long long n, long long key_max, int pass, const int* __restrict__ plan,
     const long long* __restrict__ scanned, long long n_tiles) {
     __shared__ int s_warp_hist[GS_SORT_WARPS * GS_RADIX];
     __shared__ int s_tile_start[GS_RADIX];
@@ -216,7 +227,7 @@ __global__ void __launch_bounds__(GS_SORT_THREADS) gs_radix_scatter(
     for (int j = 0; j < GS_SORT_ITEMS; ++j) {
         const int off = warp * (GS_WARP * GS_SORT_ITEMS) + j * GS_WARP + static_cast<int>(lane);
         const bool valid = off < tile_n;
-        key[j] = valid ? src_k[tile_base + off] : static_cast<K>(0);
+        key[j] = valid ? gs_radix_key<K>(src_k[tile_base + off], key_max) : static_cast<K>(0);
         const int digit = valid ? gs_radix_digit<K>(key[j], shift) : GS_RADIX;
         // 9 label bits: the digit and the "invalid lane" bit.
         const unsigned int peers = gs_match_label<GS_RADIX_BITS + 1>(static_cast<unsigned int>(digit));
@@ -293,21 +304,21 @@ template <typename K, typename V>
 __global__ void __launch_bounds__(256) gs_radix_finalize(
     const K* __restrict__ keys_in, const V* __restrict__ vals_in,
     K* __restrict__ keys_a, V* __restrict__ vals_a,
-    long long n, int n_passes, const int* __restrict__ plan) {
+    long long n, long long key_max, int n_passes, const int* __restrict__ plan) {
     if (plan[n_passes] != 0) return;
     const long long i = gs_global_thread();
     if (i >= n) return;
-    keys_a[i] = keys_in[i];
+    keys_a[i] = gs_radix_key<K>(keys_in[i], key_max);
     vals_a[i] = vals_in != nullptr ? vals_in[i] : static_cast<V>(i);
 }
 
 #ifdef GPUSPARSE_INSTANTIATE_ALL
 template __global__ void gs_radix_upsweep<long long>(
-    const long long*, const long long*, const long long*, long long, int, int, const int*,
+    const long long*, const long long*, const long long*, long long, long long, int, int, const int*,
     long long*, long long, unsigned long long*);
 template __global__ void gs_radix_scatter<long long, long long>(
     const long long*, const long long*, long long*, long long*, long long*, long long*,
-    long long, int, const int*, const long long*, long long);
+    long long, long long, int, const int*, const long long*, long long);
 template __global__ void gs_radix_finalize<long long, long long>(
-    const long long*, const long long*, long long*, long long*, long long, int, const int*);
+    const long long*, const long long*, long long*, long long*, long long, long long, int, const int*);
 #endif

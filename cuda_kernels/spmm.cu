@@ -6,6 +6,11 @@
 // A CSR matrix is indptr (m + 1), indices (nnz) of type I (int or long long)
 // and data (nnz) of type T. Dense operands are C-contiguous: b is (k, n),
 // out is (m, n). Integer arithmetic wraps (gs_add / gs_mul), as NumPy's.
+//
+// Whatever the values of indptr and indices (the memory-safety contract):
+// a row's range is its pointers clipped into [0, nnz], empty when the end
+// lies before the start (gs_row_range), and a column index outside [0, k)
+// reads the nearest row of b (clipped).
 
 #include "common.cuh"
 
@@ -66,21 +71,23 @@ template <typename T> struct gs_mm_reduce<T, GS_MM_MEAN> {
 // (t = r * n + c, 64-bit). The n threads of one row read the same row
 // entries (broadcast loads); consecutive threads read consecutive elements
 // of each row of b (coalesced) and write consecutive elements of out.
-// Preconditions: 1-D grid of at least m * n threads; indices in [0, k);
-// b (k, n) and out (m, n) C-contiguous; out is not read when use_beta == 0.
+// Preconditions: 1-D grid of at least m * n threads; indptr (m + 1),
+// indices and data (nnz); indices in [0, k), k >= 1; b (k, n) and out
+// (m, n) C-contiguous; out is not read when use_beta == 0.
 template <typename T, typename I>
 __global__ void __launch_bounds__(GS_MM_THREADS) gs_csr_spmm(
-    const I* __restrict__ indptr, const I* __restrict__ indices, const T* __restrict__ data,
-    const T* __restrict__ b, T* __restrict__ out, long long m, long long n, T alpha, T beta,
+    const I* __restrict__ indptr, const I* __restrict__ indices, const T* __restrict__ data, long long nnz,
+    const T* __restrict__ b, long long k, T* __restrict__ out, long long m, long long n, T alpha, T beta,
     int use_beta) {
     const long long t = gs_global_thread();
     if (t >= m * n) return;
     const long long r = t / n;
     const long long c = t - r * n;
     T acc = gs_zero<T>();
-    const long long end = static_cast<long long>(indptr[r + 1]);
-    for (long long p = static_cast<long long>(indptr[r]); p < end; ++p) {
-        const long long row_b = static_cast<long long>(indices[p]);
+    long long start, end;
+    gs_row_range<I>(indptr, r, nnz, start, end);
+    for (long long p = start; p < end; ++p) {
+        const long long row_b = gs_clip_index(static_cast<long long>(indices[p]), k);
         acc = gs_add<T>(acc, gs_mul<T>(data[p], b[row_b * n + c]));
     }
     T result = gs_mul<T>(alpha, acc);
@@ -98,22 +105,22 @@ __global__ void __launch_bounds__(GS_MM_THREADS) gs_csr_spmm(
 // np.maximum / np.minimum).
 template <typename T, typename I, int OP>
 __global__ void __launch_bounds__(GS_MM_THREADS) gs_csr_spmm_reduce(
-    const I* __restrict__ indptr, const I* __restrict__ indices, const T* __restrict__ data,
-    const T* __restrict__ b, T* __restrict__ out, long long m, long long n) {
+    const I* __restrict__ indptr, const I* __restrict__ indices, const T* __restrict__ data, long long nnz,
+    const T* __restrict__ b, long long k, T* __restrict__ out, long long m, long long n) {
     typedef gs_mm_reduce<T, OP> R;
     const long long t = gs_global_thread();
     if (t >= m * n) return;
     const long long r = t / n;
     const long long c = t - r * n;
-    const long long start = static_cast<long long>(indptr[r]);
-    const long long end = static_cast<long long>(indptr[r + 1]);
+    long long start, end;
+    gs_row_range<I>(indptr, r, nnz, start, end);
     if (start == end) {
         out[t] = gs_zero<T>();
         return;
     }
     T acc = R::identity();
     for (long long p = start; p < end; ++p) {
-        const long long row_b = static_cast<long long>(indices[p]);
+        const long long row_b = gs_clip_index(static_cast<long long>(indices[p]), k);
         acc = R::combine(acc, gs_mul<T>(data[p], b[row_b * n + c]));
     }
     out[t] = R::finish(acc, end - start);
@@ -121,11 +128,12 @@ __global__ void __launch_bounds__(GS_MM_THREADS) gs_csr_spmm_reduce(
 
 #ifdef GPUSPARSE_INSTANTIATE_ALL
 #define GS_INST_SPMM(T, I)                                                                        \
-    template __global__ void gs_csr_spmm<T, I>(const I*, const I*, const T*, const T*, T*,       \
-                                               long long, long long, T, T, int);
+    template __global__ void gs_csr_spmm<T, I>(const I*, const I*, const T*, long long, const T*, \
+                                               long long, T*, long long, long long, T, T, int);
 #define GS_INST_REDUCE(T, I, OP)                                                                  \
-    template __global__ void gs_csr_spmm_reduce<T, I, OP>(const I*, const I*, const T*, const T*, \
-                                                          T*, long long, long long);
+    template __global__ void gs_csr_spmm_reduce<T, I, OP>(const I*, const I*, const T*, long long, \
+                                                          const T*, long long, T*, long long,       \
+                                                          long long);
 #define GS_INST_REAL(T, I)         \
     GS_INST_SPMM(T, I)             \
     GS_INST_REDUCE(T, I, GS_MM_SUM) \

@@ -52,5 +52,5 @@ def show_config(file=None) -> None:
         print(f"  cuda     unavailable: {status.reason}", file=out)
     try:
         print(f"default device: {default_device()}", file=out)
-    except ValueError as exc:
+    except (RuntimeError, ValueError) as exc:
         print(f"default device: invalid ({exc})", file=out)

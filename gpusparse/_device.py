@@ -191,6 +191,11 @@ def default_device() -> Device:
     In order: the innermost ``with gpusparse.device(...)`` block, the
     ``GPUSPARSE_DEVICE`` environment variable, the first CUDA device when CuPy
     sees one, else the CPU.
+
+    A ``GPUSPARSE_DEVICE`` that names no device (``"tpu"``) or a CUDA
+    device that does not exist raises ``ValueError``; one that names CUDA
+    where none is usable raises ``RuntimeError`` with the reason
+    (:func:`cuda_status`). Both name the variable and its value.
     """
     scoped = _scoped_default.get()
     if scoped is not None:
@@ -198,10 +203,28 @@ def default_device() -> Device:
     env = os.environ.get("GPUSPARSE_DEVICE", "").strip()
     if env and env.lower() != "auto":
         try:
-            return Device.parse(env)
+            dev = Device.parse(env)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"GPUSPARSE_DEVICE: {exc}") from None
+        if dev.is_cuda:
+            _require_env_cuda(dev, env)
+        return dev
     return Device("cuda", 0) if cuda_status().device_count > 0 else CPU
+
+
+def _require_env_cuda(dev: Device, env: str) -> None:
+    """Check the CUDA device ``GPUSPARSE_DEVICE`` asks for, naming the variable in the error."""
+    status = cuda_status()
+    advice = "unset GPUSPARSE_DEVICE or set it to 'cpu' or 'auto'"
+    if status.device_count == 0:
+        raise RuntimeError(
+            f"GPUSPARSE_DEVICE={env!r} asks for {dev}, but CUDA is not available: {status.reason}; {advice}"
+        )
+    if dev.index >= status.device_count:
+        raise ValueError(
+            f"GPUSPARSE_DEVICE={env!r} asks for {dev}, which does not exist: "
+            f"{status.device_count} CUDA device(s) found; {advice}"
+        )
 
 
 @contextlib.contextmanager

@@ -9,7 +9,9 @@ import numpy as np
 __all__ = [
     "VALUE_DTYPES",
     "check_value_dtype",
+    "dtype_text",
     "index_dtype_for",
+    "native_dtype",
     "normalize_fill_value",
 ]
 
@@ -28,12 +30,37 @@ VALUE_DTYPES = tuple(
 _INT32_MAX = np.iinfo(np.int32).max
 
 
-def check_value_dtype(dtype, argument: str = "data") -> np.dtype:
-    """Return ``dtype`` as a NumPy dtype or raise ``TypeError`` naming ``argument``."""
+def native_dtype(dtype) -> np.dtype:
+    """``dtype`` in the machine's byte order (``>f8`` becomes ``float64`` on a little-endian host).
+
+    >>> native_dtype(np.dtype(">i8")) == np.int64
+    True
+    """
     dt = np.dtype(dtype)
+    return dt if dt.isnative else dt.newbyteorder("=")
+
+
+def dtype_text(dtype) -> str:
+    """How messages show ``dtype``: its name, or ``dtype.str`` (``'>f8'``) where the byte order is not native."""
+    dt = np.dtype(dtype)
+    return dt.name if dt.isnative else dt.str
+
+
+def check_value_dtype(dtype, argument: str = "data") -> np.dtype:
+    """Return ``dtype`` as a native-byte-order NumPy dtype or raise ``TypeError`` naming ``argument``.
+
+    A supported dtype in the other byte order (``'>f8'`` on a little-endian
+    host) is accepted and returned in native order: gpusparse's arrays
+    always hold native values.
+
+    >>> check_value_dtype(">f8")
+    dtype('float64')
+    """
+    given = np.dtype(dtype)
+    dt = native_dtype(given)
     if dt not in VALUE_DTYPES:
         names = ", ".join(d.name for d in VALUE_DTYPES)
-        raise TypeError(f"{argument} has unsupported dtype {dt.name}; supported: {names}")
+        raise TypeError(f"{argument} has unsupported dtype {dtype_text(given)}; supported: {names}")
     return dt
 
 

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -100,12 +106,75 @@ def test_environment_beats_detection(monkeypatch):
     _fake_cuda(monkeypatch, 1)
     monkeypatch.setenv("GPUSPARSE_DEVICE", "cpu")
     assert default_device() == Device("cpu")
-    _fake_cuda(monkeypatch, 0)
+    _fake_cuda(monkeypatch, 2)
     monkeypatch.setenv("GPUSPARSE_DEVICE", "cuda:1")
     assert default_device() == Device("cuda", 1)
 
 
+@pytest.mark.parametrize("value", ["cuda", "cuda:0", "GPU"])
+def test_environment_asking_for_cuda_without_a_gpu_says_why(monkeypatch, value):
+    _fake_cuda(monkeypatch, 0)
+    monkeypatch.setenv("GPUSPARSE_DEVICE", value)
+    with pytest.raises(RuntimeError, match=f"GPUSPARSE_DEVICE='{value}'.*simulated: no GPU"):
+        default_device()
+    with pytest.raises(RuntimeError, match="GPUSPARSE_DEVICE"):
+        gs.zeros((2,))
+    with pytest.raises(RuntimeError, match="GPUSPARSE_DEVICE"):
+        gs.COO([[0]], [1.0])
+    with gs.device("cpu"):  # an explicit choice still works
+        assert gs.zeros((2,)).device == Device("cpu")
+    assert gs.zeros((2,), device="cpu").device == Device("cpu")
+
+
+def test_environment_asking_for_a_missing_cuda_ordinal(monkeypatch):
+    _fake_cuda(monkeypatch, 2)
+    monkeypatch.setenv("GPUSPARSE_DEVICE", "cuda:2")
+    with pytest.raises(ValueError, match=r"GPUSPARSE_DEVICE='cuda:2'.*2 CUDA device\(s\) found"):
+        default_device()
+
+
+_ENV_PROBE = textwrap.dedent(
+    """
+    import sys
+    {prelude}
+    import gpusparse as gs
+    try:
+        x = gs.zeros((2,))
+    except Exception as exc:
+        print("ERROR", type(exc).__name__, exc)
+    else:
+        print("DEVICE", x.device)
+    """
+)
+
+
+def _run_with_environment(prelude="", **variables) -> str:
+    """Run the probe in a fresh interpreter with ``variables`` set; returns its output."""
+    root = str(Path(__file__).resolve().parents[1])
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("GPUSPARSE_DEVICE", "GPUSPARSE_CUDA_EMULATION", "PYTHONPATH")}
+    env.update(variables, PYTHONPATH=root)
+    result = subprocess.run([sys.executable, "-c", _ENV_PROBE.format(prelude=prelude)],
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def test_environment_cuda_without_cupy_in_a_fresh_interpreter():
+    # No CuPy (as on a machine without a GPU): a clear error where the default device is resolved.
+    out = _run_with_environment(prelude="sys.modules['cupy'] = None", GPUSPARSE_DEVICE="cuda")
+    assert "ERROR RuntimeError GPUSPARSE_DEVICE='cuda' asks for cuda:0, but CUDA is not available: " \
+           "CuPy is not importable (ModuleNotFoundError" in out, out
+
+
+def test_environment_cuda_means_the_emulated_device_under_emulation():
+    out = _run_with_environment(prelude="sys.modules['cupy'] = None", GPUSPARSE_DEVICE="cuda",
+                                GPUSPARSE_CUDA_EMULATION="1")
+    assert out.strip() == "DEVICE cuda:0", out
+
+
 def test_context_beats_environment(monkeypatch):
+    _fake_cuda(monkeypatch, 4)
     monkeypatch.setenv("GPUSPARSE_DEVICE", "cuda:3")
     with gs.device("cpu") as dev:
         assert dev == Device("cpu")

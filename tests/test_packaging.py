@@ -113,6 +113,27 @@ def test_cupy_is_not_a_core_dependency():
     assert any(d.startswith("cupy-cuda13x[ctk]") for d in extras["cuda13"])
 
 
+def test_tbb_is_a_core_dependency_where_its_wheels_exist():
+    # TBB is the threading layer that is safe with threads and with fork();
+    # its wheels exist for Linux x86_64 and Windows x86-64 only, and Numba
+    # needs TBB 2021.6 or later.
+    requirements = pytest.importorskip("packaging.requirements")
+    (tbb,) = [requirements.Requirement(d) for d in _pyproject()["project"]["dependencies"]
+              if requirements.Requirement(d).name == "tbb"]
+    assert tbb.specifier.contains("2021.6") and not tbb.specifier.contains("2021.5")
+    platforms = {
+        ("Linux", "x86_64", "linux"): True,
+        ("Windows", "AMD64", "win32"): True,
+        ("Linux", "aarch64", "linux"): False,
+        ("Darwin", "arm64", "darwin"): False,
+        ("Darwin", "x86_64", "darwin"): False,  # Numba's macOS x86_64 wheels have no TBB layer
+        ("Windows", "ARM64", "win32"): False,
+    }
+    for (system, machine, sys_platform), wanted in platforms.items():
+        env = {"platform_system": system, "platform_machine": machine, "sys_platform": sys_platform}
+        assert tbb.marker.evaluate(env) is wanted, (system, machine)
+
+
 @pytest.mark.slow
 def test_wheel_contains_every_kernel_source_and_module(tmp_path):
     pytest.importorskip("build", reason="building a wheel needs the 'build' package")

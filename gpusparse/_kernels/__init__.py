@@ -13,6 +13,21 @@ Conventions shared by both implementations
   small static metadata, never containers.
 * The first line of each docstring states the preconditions; they are not
   validated. Validation belongs to ``gpusparse.ops``.
+* Memory safety does not depend on them. Whatever the *values* of their
+  integer inputs (coordinates, keys, indices, ``indptr``, positions,
+  segment starts, counts), primitives read and write only inside the
+  buffers they are given, and loops bounded by data stay bounded: a read
+  through an index outside ``[0, m)`` reads the nearest row (clipped), a
+  write to a destination outside the output is dropped, an ``indptr``
+  entry is clipped into ``[0, nnz]`` and a row whose end lies before its
+  start is empty; input that is unsorted where sorted input is expected
+  gives some result, never an access outside the buffers. The contents of
+  such results are unspecified (they may depend on the thread schedule);
+  the ops validate where the user asks them to (``check=True``,
+  ``SparseArray.check``). Shapes, dtypes and contiguity of the buffers,
+  and permutations the ops computed themselves (``perm``), stay the
+  caller's responsibility. The checks cost a compare on a value already
+  loaded, never a pass of their own.
 * Primitives never synchronise with the host to size an output: where an
   output size depends on data, the op reads it (a ``# sync:`` line in ops)
   and passes it in.
@@ -80,11 +95,13 @@ class Primitives(Protocol):
         mapped, so parallel writes do not fault); CUDA uses CuPy's pool.
         """
 
-    def linearize(self, coords, strides):
-        """coords (d, n) int64 in bounds, sum(coords[k]*strides[k]) < 2**63; not validated.
+    def linearize(self, coords, shape):
+        """coords (d, n) int64 in ``shape[:d]``, prod(shape) < 2**63; coordinates out of range are clipped.
 
-        Returns keys (n,) int64 with ``keys[i] = sum_k coords[k, i] * strides[k]``.
-        ``strides`` is a tuple of Python ints.
+        Returns keys (n,) int64 with ``keys[i] = sum_k coords[k, i] * strides[k]``
+        for the C-order strides of ``shape`` (a tuple of Python ints, at
+        least d long). Each coordinate is first clipped into
+        ``[0, shape[k])``, so every key lies in ``[0, prod(shape))``.
         """
 
     def delinearize(self, keys, shape):

@@ -9,7 +9,21 @@ import numpy as np
 
 from gpusparse._device import Device
 
-__all__ = ["SparseArray"]
+__all__ = ["SparseArray", "read_only"]
+
+
+def read_only(component):
+    """``component`` as the accessors hand it out: a read-only view of a NumPy array.
+
+    Writing through a container's ``coords``, ``indptr``, ``indices`` or
+    ``data`` would change an array behind its validation and its flags, so
+    on the CPU the accessors return views that refuse writes. (CuPy has no
+    read-only arrays; CUDA components are returned as they are.)
+    """
+    if isinstance(component, np.ndarray) and component.flags.writeable:
+        component = component.view()
+        component.flags.writeable = False
+    return component
 
 
 class SparseArray(abc.ABC):
@@ -82,6 +96,41 @@ class SparseArray(abc.ABC):
     @abc.abstractmethod
     def nbytes(self) -> int:
         """Bytes held by the component arrays."""
+
+    # -- validation -----------------------------------------------------
+    def check(self) -> None:
+        """Validate the components again, as the constructors do with ``check=True``.
+
+        Components are shared with the arrays they were built from, so a
+        caller can change them after construction (``edge_index += offset``
+        on a tensor the array was built from), and ``check=False`` skips the
+        validation altogether. Operations on such an array never read or
+        write outside its buffers, but their results are unspecified; call
+        ``check()`` after changing shared buffers (SciPy's
+        ``check_format``). It checks coordinates (COO) or ``indptr`` and
+        ``indices`` (CSR/CSC) against the shape, and the order the array
+        claims (a coalesced COO, canonical CSR/CSC). One or two passes over
+        the components and one synchronisation on CUDA.
+
+        Raises
+        ------
+        ValueError
+            Naming the first problem found.
+
+        Examples
+        --------
+        >>> import numpy as np, gpusparse as gs
+        >>> coords = np.array([[0, 1], [1, 0]])
+        >>> x = gs.COO(coords, [1.0, 2.0], shape=(2, 2), device="cpu")
+        >>> x.check()
+        >>> coords += 5  # the array shares this buffer
+        >>> x.check()
+        Traceback (most recent call last):
+        ...
+        ValueError: coords out of bounds for shape (2, 2): dimension 0 has coordinate 6 >= 2
+        """
+        from gpusparse.ops import _validate
+        _validate.check_array(self)
 
     # -- conversions shared by every format -----------------------------
     def values(self):

@@ -9,7 +9,7 @@ canonical: sorted by minor index within each major slice and unique.
 
 from __future__ import annotations
 
-from gpusparse.containers._base import SparseArray
+from gpusparse.containers._base import SparseArray, read_only
 
 __all__ = ["CSC", "CSR"]
 
@@ -47,17 +47,17 @@ class _Compressed(SparseArray):
     @property
     def indptr(self):
         """Index pointer along the major axis, ``(shape[major] + 1,)``."""
-        return self._indptr
+        return read_only(self._indptr)
 
     @property
     def indices(self):
         """Minor-axis index of every entry, ``(nnz,)`` int32 or int64."""
-        return self._indices
+        return read_only(self._indices)
 
     @property
     def data(self):
         """Stored values, ``(nnz, *dense_shape)``."""
-        return self._data
+        return read_only(self._data)
 
     @property
     def index_dtype(self):
@@ -126,11 +126,11 @@ class CSR(_Compressed):
 
     def crow_indices(self):
         """The row pointer (torch's ``crow_indices()``)."""
-        return self._indptr
+        return read_only(self._indptr)
 
     def col_indices(self):
         """The column index of each entry (torch's ``col_indices()``)."""
-        return self._indices
+        return read_only(self._indices)
 
 
 class CSC(_Compressed):
@@ -155,8 +155,8 @@ class CSC(_Compressed):
 
     def ccol_indices(self):
         """The column pointer (torch's ``ccol_indices()``)."""
-        return self._indptr
+        return read_only(self._indptr)
 
     def row_indices(self):
         """The row index of each entry (torch's ``row_indices()``)."""
-        return self._indices
+        return read_only(self._indices)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-from gpusparse.containers._base import SparseArray
+from gpusparse.containers._base import SparseArray, read_only
 
 __all__ = ["COO"]
 
@@ -87,13 +87,13 @@ class COO(SparseArray):
     # -- components -----------------------------------------------------
     @property
     def coords(self):
-        """Coordinates, int64 of shape ``(sparse_dim, nnz)``."""
-        return self._coords
+        """Coordinates, int64 of shape ``(sparse_dim, nnz)`` (read-only on the CPU)."""
+        return read_only(self._coords)
 
     @property
     def data(self):
-        """Stored values, shape ``(nnz, *dense_shape)``."""
-        return self._data
+        """Stored values, shape ``(nnz, *dense_shape)`` (read-only on the CPU)."""
+        return read_only(self._data)
 
     @property
     def nbytes(self) -> int:
@@ -101,7 +101,7 @@ class COO(SparseArray):
 
     def indices(self):
         """The coordinates, ``(sparse_dim, nnz)`` int64 (torch's ``indices()``)."""
-        return self._coords
+        return read_only(self._coords)
 
     # -- canonical form -------------------------------------------------
     @property

@@ -8,6 +8,8 @@ an array holding 0.0 stores -0.0, which ``1 / x`` turns into -inf).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from gpusparse._device import to_host
@@ -36,8 +38,8 @@ def fill_mask(values, fill, xp):
             else:
                 eq &= (xp.signbit(values.real) == np.signbit(fill.real)) & \
                       (xp.signbit(values.imag) == np.signbit(fill.imag))
-    if eq.ndim > 1:
-        eq = eq.reshape(eq.shape[0], -1).all(axis=1)
+    if eq.ndim > 1:  # explicit width: -1 is ambiguous when there are no rows
+        eq = eq.reshape(eq.shape[0], math.prod(eq.shape[1:])).all(axis=1)
     return eq
 
 

@@ -185,7 +185,7 @@ def coo_to_csr(x, *, warn=True):
         dev = x.device
         k = kernels_for(dev)
         with device_scope(dev):
-            keys = k.linearize(x.coords, canonical.c_strides(x.shape))
+            keys = k.linearize(x.coords, x.shape)
             state = int(to_host(k.sortedness(keys)))  # sync: does the product need a sort?
         if state:
             x = COO._from_parts(x.coords, x.data, x.shape, x.fill_value, dev, sorted=True,
@@ -273,4 +273,4 @@ def linear_keys(coords_rows, shape, k, xp):
             "not fit in 63 bits; split the operands into smaller blocks"
         )
     stacked = xp.stack(coords_rows) if len(coords_rows) > 1 else coords_rows[0].reshape(1, -1)
-    return k.linearize(xp.ascontiguousarray(stacked), canonical.c_strides(tuple(shape)))
+    return k.linearize(xp.ascontiguousarray(stacked), tuple(shape))

@@ -46,7 +46,7 @@ def keys_of(x, order, k, xp):
     coords = x.coords if identity else xp.ascontiguousarray(x.coords[list(order)])
     n = x.nnz
     if n <= 1 or identity and x.is_coalesced():  # sorted and unique: the keys are too
-        keys = k.linearize(coords, canonical.c_strides(perm_shape))
+        keys = k.linearize(coords, perm_shape)
         return Keyed(keys, x.data, x.fill_value, lambda: coords)
     payload = canonical.value_payload(x.data)
     keys, moved, state = canonical.sorted_keys(coords, perm_shape, k, xp, payload)

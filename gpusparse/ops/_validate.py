@@ -10,11 +10,24 @@ from gpusparse._components import place_components
 from gpusparse._device import to_host, xp_for
 from gpusparse._dtypes import check_value_dtype, index_dtype_for, normalize_fill_value
 
-__all__ = ["check_axis", "check_shape", "compressed_components", "coo_components"]
+__all__ = [
+    "check_array", "check_axis", "check_coords", "check_shape", "check_structure",
+    "compressed_components", "coo_components",
+]
+
+_INT64_MAX = 2**63 - 1  # the largest dimension int64 coordinates (and shapes handed to kernels) allow
 
 
 def check_shape(shape, argument: str = "shape") -> tuple:
-    """``shape`` as a tuple of non-negative Python ints, or ``TypeError``/``ValueError``."""
+    """``shape`` as a tuple of non-negative Python ints, or ``TypeError``/``ValueError``.
+
+    Every dimension must fit in int64, the dtype of coordinates: one of
+    2**63 or more raises ``ValueError``. The number of elements may exceed
+    2**63 (linear keys are then built over groups of dimensions).
+
+    >>> check_shape((2**62, 2**62))
+    (4611686018427387904, 4611686018427387904)
+    """
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
     try:
@@ -23,6 +36,13 @@ def check_shape(shape, argument: str = "shape") -> tuple:
         raise TypeError(f"{argument} must be a sequence of integers, got {shape!r}") from None
     if any(d < 0 for d in dims):
         raise ValueError(f"{argument} must not have negative dimensions, got {dims}")
+    too_long = [k for k, d in enumerate(dims) if d > _INT64_MAX]
+    if too_long:
+        k = too_long[0]
+        raise ValueError(
+            f"{argument} {dims} has dimension {k} of length {dims[k]}, beyond the int64 limit of "
+            f"coordinates: every dimension must be at most 2**63 - 1"
+        )
     return dims
 
 
@@ -93,23 +113,37 @@ def coo_components(coords, data, shape, fill_value, device, check):
             raise ValueError(
                 f"shape {shape} ends in {shape[sparse_dim:]} but data's dense dimensions are {dense_shape}"
             )
-    if check or shape is None:
-        lo, hi = _extremes(coords, xp) if nnz else (np.zeros(sparse_dim, np.int64), np.full(sparse_dim, -1))
-        if nnz and (lo < 0).any():
-            dim = int(np.argmax(lo < 0))
-            raise ValueError(f"coords must be non-negative; dimension {dim} has {int(lo[dim])}")
-        if shape is None:
-            shape = tuple(int(h) + 1 for h in hi) + dense_shape
-        else:
-            too_small = [k for k in range(sparse_dim) if hi[k] >= shape[k]]
-            if too_small:
-                k = too_small[0]
-                raise ValueError(
-                    f"coords out of bounds for shape {shape}: dimension {k} has coordinate "
-                    f"{int(hi[k])} >= {shape[k]}"
-                )
+    if shape is None:  # the smallest shape holding every coordinate: in bounds by construction
+        hi = _coords_extremes(coords, xp)[1]
+        shape = check_shape(tuple(int(h) + 1 for h in hi) + dense_shape, "the shape coords imply")
+    elif check:
+        check_coords(coords, shape, xp)
     fill = normalize_fill_value(fill_value, data.dtype)
     return coords, data, shape, fill, dev
+
+
+def _coords_extremes(coords, xp):
+    """(lo, hi) per sparse dimension (0 and -1 without entries), one transfer; raises on negatives."""
+    sparse_dim, nnz = coords.shape
+    if not nnz:
+        return np.zeros(sparse_dim, np.int64), np.full(sparse_dim, -1)
+    lo, hi = _extremes(coords, xp)
+    if (lo < 0).any():
+        dim = int(np.argmax(lo < 0))
+        raise ValueError(f"coords must be non-negative; dimension {dim} has {int(lo[dim])}")
+    return lo, hi
+
+
+def check_coords(coords, shape, xp) -> None:
+    """Raise ``ValueError`` unless every coordinate lies inside ``shape`` (one pass, one transfer)."""
+    hi = _coords_extremes(coords, xp)[1]
+    too_small = [k for k in range(coords.shape[0]) if hi[k] >= shape[k]]
+    if too_small:
+        k = too_small[0]
+        raise ValueError(
+            f"coords out of bounds for shape {shape}: dimension {k} has coordinate "
+            f"{int(hi[k])} >= {shape[k]}"
+        )
 
 
 def compressed_components(indptr, indices, data, shape, fill_value, device, check, major_axis):
@@ -148,21 +182,60 @@ def compressed_components(indptr, indices, data, shape, fill_value, device, chec
     if np.iinfo(index_dtype).max < max(n_major, n_minor, nnz):
         index_dtype = np.dtype(np.int64)
     if check:
-        first_last = xp.stack([indptr[0], indptr[-1]]).astype(np.int64)
-        steps_ok = xp.all(indptr[1:] >= indptr[:-1]) if n_major else xp.asarray(True)
-        bounds = (xp.stack([indices.min(), indices.max()]).astype(np.int64)
-                  if nnz else xp.asarray([0, -1], dtype=np.int64))
-        report = xp.concatenate([first_last, bounds, steps_ok.astype(np.int64).reshape(1)])
-        first, last, lo, hi, monotone = (int(v) for v in to_host(report))  # sync: validation
-        if first != 0 or last != nnz:
-            raise ValueError(f"indptr must start at 0 and end at nnz={nnz}; got {first} ... {last}")
-        if not monotone:
-            raise ValueError("indptr must be non-decreasing")
-        if nnz and (lo < 0 or hi >= n_minor):
-            bad = lo if lo < 0 else hi
-            raise ValueError(f"indices out of range [0, {n_minor}): found {bad}")
+        check_structure(indptr, indices, n_minor, xp)
     indptr = xp.ascontiguousarray(indptr, dtype=index_dtype)
     indices = xp.ascontiguousarray(indices, dtype=index_dtype)
     fill = normalize_fill_value(fill_value, data.dtype)
     return indptr, indices, data, shape, fill, dev
 
+
+def check_structure(indptr, indices, n_minor, xp) -> None:
+    """Raise ``ValueError`` unless ``indptr`` runs non-decreasing from 0 to nnz and ``indices`` lie in ``[0, n_minor)``."""
+    nnz = indices.shape[0]
+    first_last = xp.stack([indptr[0], indptr[-1]]).astype(np.int64)
+    steps_ok = xp.all(indptr[1:] >= indptr[:-1]) if indptr.shape[0] > 1 else xp.asarray(True)
+    bounds = (xp.stack([indices.min(), indices.max()]).astype(np.int64)
+              if nnz else xp.asarray([0, -1], dtype=np.int64))
+    report = xp.concatenate([first_last, bounds, steps_ok.astype(np.int64).reshape(1)])
+    first, last, lo, hi, monotone = (int(v) for v in to_host(report))  # sync: validation
+    if first != 0 or last != nnz:
+        raise ValueError(f"indptr must start at 0 and end at nnz={nnz}; got {first} ... {last}")
+    if not monotone:
+        raise ValueError("indptr must be non-decreasing")
+    if nnz and (lo < 0 or hi >= n_minor):
+        bad = lo if lo < 0 else hi
+        raise ValueError(f"indices out of range [0, {n_minor}): found {bad}")
+
+
+def check_array(x) -> None:
+    """Validate ``x``'s components as the constructors do, and the order its flags claim.
+
+    The implementation of :meth:`gpusparse.SparseArray.check`: raises
+    ``ValueError`` naming the first problem found.
+    """
+    from gpusparse._device import device_scope, kernels_for
+    from gpusparse.ops import canonical
+    dev = x.device
+    xp, k = xp_for(dev), kernels_for(dev)
+    with device_scope(dev):
+        if x.format == "coo":
+            check_coords(x._coords, x.shape, xp)
+            claims = 2 if x.is_coalesced() else 1 if x.sorted else 0
+            if claims and x.nnz > 1:
+                keys, _, state = canonical.sorted_keys(x._coords, x.shape[: x.sparse_dim], k, xp)
+                if state < claims:
+                    what = "sorted and unique (coalesced)" if claims == 2 else "sorted"
+                    raise ValueError(f"x is flagged {what}, but its coordinates are not")
+            return
+        check_structure(x._indptr, x._indices, x.shape[1 - x._major_axis], xp)
+        if x.nnz > 1:
+            import math
+            if math.prod(x.shape[:2]) < 2**63:
+                keys = canonical.compressed_keys(x, k)
+            else:
+                keys = xp.stack([k.expand(x._indptr, x.nnz), x._indices.astype(np.int64)])
+            if int(to_host(k.sortedness(keys))) != 2:  # sync: validation
+                axis = "row" if x._major_axis == 0 else "column"
+                raise ValueError(
+                    f"indices must be sorted and unique within each {axis} (canonical {x.format.upper()})"
+                )

@@ -59,7 +59,7 @@ def sorted_keys(coords, shape, k, xp, payload=None, known_sorted=False):
     ``coords`` are sorted (``known_sorted``: state 1, nothing tested).
     """
     groups = key_groups(shape)
-    rows = [k.linearize(coords[a:b], c_strides(shape[a:b])) for a, b in groups]
+    rows = [k.linearize(coords[a:b], shape[a:b]) for a, b in groups]
     keys = rows[0] if len(rows) == 1 else xp.stack(rows)
     state = 1 if known_sorted else int(to_host(k.sortedness(keys)))  # sync: skip the sort when sorted
     if state:

@@ -96,7 +96,7 @@ def to_dense(x, default_value=None):
     with device_scope(dev):
         out = xp.full((math.prod(sparse_shape), math.prod(dense_shape)), fill, dtype=dtype)
         if coo.nnz and out.size:
-            keys = k.linearize(coo.coords, canonical.c_strides(sparse_shape))
+            keys = k.linearize(coo.coords, sparse_shape)
             k.scatter_dense(keys, coo.data.reshape(coo.nnz, -1), out)
         return out.reshape(x.shape)
 

@@ -41,7 +41,7 @@ import warnings
 import numpy as np
 
 from gpusparse._device import array_device, device_of, device_scope, kernels_for, to_host, xp_for
-from gpusparse._dtypes import VALUE_DTYPES, check_value_dtype, index_dtype_for
+from gpusparse._dtypes import VALUE_DTYPES, check_value_dtype, index_dtype_for, native_dtype
 from gpusparse._options import get_option
 from gpusparse.ops import canonical, convert
 from gpusparse.ops._broadcast import as_coo, broadcast_coo, broadcast_shapes, gather_dense, sparse_prefix
@@ -155,7 +155,7 @@ def _as_tuple(result):
 
 
 def _result_dtype(dt, name):
-    dt = np.dtype(dt)
+    dt = native_dtype(dt)
     if dt == np.float16:
         return np.dtype(np.float32)
     if dt not in VALUE_DTYPES:

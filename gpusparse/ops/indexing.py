@@ -507,9 +507,8 @@ def _tuple_keys(entry_cols, index_cols, dims, xp, k):
     if len(dims) == 1:
         return entry_cols[0], index_cols[0], max(dims[0], 1)
     if math.prod(dims) < 2**62:
-        strides = canonical.c_strides(dims)
-        ekeys = k.linearize(xp.ascontiguousarray(xp.stack(entry_cols)), strides)
-        ikeys = k.linearize(xp.ascontiguousarray(xp.stack(index_cols)), strides)
+        ekeys = k.linearize(xp.ascontiguousarray(xp.stack(entry_cols)), dims)
+        ikeys = k.linearize(xp.ascontiguousarray(xp.stack(index_cols)), dims)
         return ekeys, ikeys, max(math.prod(dims), 1)
     erank = xp.zeros(entry_cols[0].shape[0], dtype=np.int64)
     irank = xp.zeros(index_cols[0].shape[0], dtype=np.int64)

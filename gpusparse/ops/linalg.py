@@ -17,6 +17,10 @@ CSR and CSC operands alike:
   multiplied as it is; otherwise the dense dimensions are made sparse first.
 * dtypes promote as in NumPy (int8 @ float32 is float64, ...); integers
   wrap; bool products are OR-of-AND.
+* Only stored elements are multiplied (SciPy's rule): an unstored zero
+  times ``inf`` or ``nan`` in the other operand contributes nothing, where
+  NumPy's dense product gives ``nan``. Stored zeros are multiplied as
+  values (``0.0 * inf`` is ``nan``).
 
 Dense operands may be NumPy or device arrays, any DLPack producer (torch,
 JAX) or nested lists; they must live on the sparse operand's device (lists
@@ -62,6 +66,7 @@ from gpusparse.ops._linalg_operands import (
     result_dtype,
     settle_duplicates,
 )
+from gpusparse.ops._validate import check_shape
 
 __all__ = [
     "MM_REDUCE_OPS",
@@ -184,6 +189,13 @@ def matmul(a, b):
     TypeError
         An operand is not array-like or its dtype is not supported.
 
+    Notes
+    -----
+    Only stored elements are multiplied, as in SciPy: an unstored (structural)
+    zero times ``inf`` or ``nan`` in the other operand contributes nothing,
+    where NumPy's dense product would give ``nan`` (``0 * inf``). A stored
+    zero is multiplied like any value (``0.0 * inf`` is ``nan``).
+
     Examples
     --------
     >>> import numpy as np, gpusparse as gs
@@ -194,6 +206,8 @@ def matmul(a, b):
     [[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]]
     >>> (a @ a.T).todense().tolist()
     [[5.0, 0.0], [0.0, 9.0]]
+    >>> matmul(a, np.array([1.0, np.inf, 1.0]))  # a[0, 1] is not stored: no 0 * inf
+    array([ 3., inf])
     """
     (a, b), dev = prepare((a, b), ("a", "b"))
     if not (is_sparse(a) or is_sparse(b)):
@@ -280,6 +294,13 @@ def tensordot(a, b, axes=2):
     are sparse (a 0-d dense array when no axis is left). The result's axes
     are ``a``'s free axes followed by ``b``'s.
 
+    Notes
+    -----
+    Only stored elements are multiplied, as in SciPy: an unstored (structural)
+    zero times ``inf`` or ``nan`` in the other operand contributes nothing,
+    where NumPy's dense product would give ``nan`` (``0 * inf``). A stored
+    zero is multiplied like any value (``0.0 * inf`` is ``nan``).
+
     Examples
     --------
     >>> import numpy as np, gpusparse as gs
@@ -337,7 +358,9 @@ def tensordot(a, b, axes=2):
 def dot(a, b):
     """NumPy's ``dot``: matmul for 1-D and 2-D operands, tensordot over (last of a, second-to-last of b) for N-d.
 
-    A 0-d operand scales the other.
+    A 0-d operand scales the other. As in :func:`matmul`, only stored
+    elements are multiplied: an unstored zero times ``inf`` or ``nan``
+    contributes nothing (SciPy's rule; NumPy's dense ``dot`` gives ``nan``).
 
     Examples
     --------
@@ -443,7 +466,7 @@ def kron(a, b):
     nd = max(a.ndim, b.ndim)
     sa = (1,) * (nd - a.ndim) + tuple(a.shape)
     sb = (1,) * (nd - b.ndim) + tuple(b.shape)
-    shape = tuple(x * y for x, y in zip(sa, sb))
+    shape = check_shape(tuple(x * y for x, y in zip(sa, sb)), "the result's shape")
     with device_scope(dev):
         A, B = _coo_operand(a, dev, dtype), _coo_operand(b, dev, dtype)
         ca = xp.concatenate([xp.zeros((nd - A.ndim, A.nnz), np.int64), A.coords]) if nd > A.ndim else A.coords
@@ -501,6 +524,13 @@ def mm(a, b, reduce=None):
         ``mean`` of integers is float64 (NumPy's mean); ``max`` / ``min`` of
         complex values raise ``TypeError``.
 
+    Notes
+    -----
+    Only stored elements are multiplied, as in SciPy: an unstored (structural)
+    zero times ``inf`` or ``nan`` in the other operand contributes nothing,
+    where NumPy's dense product would give ``nan`` (``0 * inf``). A stored
+    zero is multiplied like any value (``0.0 * inf`` is ``nan``).
+
     Examples
     --------
     >>> import numpy as np, gpusparse as gs
@@ -541,6 +571,9 @@ def mm(a, b, reduce=None):
 
 def mv(a, v):
     """Matrix-vector product (torch's ``mv``): 2-D ``a`` times 1-D ``v``.
+
+    Unstored zeros of ``a`` times ``inf`` or ``nan`` in ``v`` contribute
+    nothing (SciPy's rule, see :func:`matmul`).
 
     Examples
     --------

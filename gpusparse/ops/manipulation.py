@@ -321,7 +321,7 @@ def _target_shape(shape, size, argument="shape"):
         dims[unknown[0]] = size // known
     if math.prod(dims) != size:
         raise ValueError(f"cannot reshape array of size {size} into shape {_fmt(tuple(dims))}")
-    return tuple(dims)
+    return check_shape(dims, argument)  # every dimension must fit int64 coordinates
 
 
 def _fmt(shape):
@@ -405,7 +405,7 @@ def _reshape_coords(coords, old, new, dev):
                 continue
             sub_old, sub_new = tuple(old[i] for i in bi), tuple(new[j] for j in bj)
             if math.prod(sub_old) < _FITS:
-                keys = k.linearize(xp.ascontiguousarray(coords[bi]), canonical.c_strides(sub_old))
+                keys = k.linearize(xp.ascontiguousarray(coords[bi]), sub_old)
                 out = k.delinearize(keys, sub_new)
             else:
                 out = _relinearize_exact(coords[bi], sub_old, sub_new, xp)
@@ -711,10 +711,9 @@ def _interleave_sorted(coords, offsets, datas, shape, axis, fill, dev, unique):
         return None
     k, xp = kernels_for(dev), xp_for(dev)
     S = coords[0].shape[0]
-    strides = canonical.c_strides(shape[:axis])
     pointers = []
     for c in coords:
-        prefix = c[0] if axis == 1 else k.linearize(xp.ascontiguousarray(c[:axis]), strides)
+        prefix = c[0] if axis == 1 else k.linearize(xp.ascontiguousarray(c[:axis]), shape[:axis])
         pointers.append(k.compress(prefix, n_prefix, np.int64))
     counts = [xp.diff(p) for p in pointers]
     out_ptr = k.offsets(sum(counts[1:], counts[0]))
@@ -1231,7 +1230,7 @@ def resize(x, new_shape):
     if math.prod(coo.shape) >= _FITS or size >= _FITS:
         raise ValueError(f"resize supports sizes below 2**63, got {x.shape} -> {new_shape}")
     with device_scope(dev):
-        keys = (k.linearize(coo.coords, canonical.c_strides(coo.shape)) if coo.ndim
+        keys = (k.linearize(coo.coords, coo.shape) if coo.ndim
                 else xp.zeros(coo.nnz, dtype=np.int64))
         keep = xp.nonzero(keys < size)[0]  # sync: entries that stay
         keys = xp.take(keys, keep)

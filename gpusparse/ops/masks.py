@@ -81,7 +81,7 @@ def sparse_mask(dense, mask, *, fill_value=None):
 
 def _keys(coords, shape, k, xp):
     if math.prod(shape) < 2**63:
-        return k.linearize(coords, canonical.c_strides(shape))
+        return k.linearize(coords, shape)
     raise ValueError(f"sparse_mask needs a sparse shape below 2**63 elements, got {shape}")
 
 

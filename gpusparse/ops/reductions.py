@@ -1,4 +1,4 @@
-"""Reductions over any axes: sum, prod, max, min, mean, var, std, any, all, argmin, ...
+"""Reductions over any axes: sum, prod, max, min, mean, var, std, any, all, argmin, nan*, ...
 
 Semantics follow NumPy (``axis``, ``keepdims``, ``dtype``, ``initial``;
 NaN propagates, ``nan*`` ignore it; a reduction without identity over an
@@ -33,7 +33,7 @@ import operator
 import numpy as np
 
 from gpusparse._device import device_scope, kernels_for, to_host, xp_for
-from gpusparse._dtypes import VALUE_DTYPES
+from gpusparse._dtypes import VALUE_DTYPES, dtype_text, native_dtype
 from gpusparse.ops import canonical
 from gpusparse.ops._broadcast import _sparsify_dense_dims, as_coo
 from gpusparse.ops import _fill
@@ -48,11 +48,15 @@ __all__ = [
     "max",
     "mean",
     "min",
+    "nanargmax",
+    "nanargmin",
     "nanmax",
     "nanmean",
     "nanmin",
     "nanprod",
+    "nanstd",
     "nansum",
+    "nanvar",
     "prod",
     "reduce",
     "std",
@@ -101,9 +105,10 @@ def _check_unsupported(out=None, where=None, name="reduction"):
 
 
 def _value_dtype(dt, name):
-    dt = np.dtype(dt)
+    given = np.dtype(dt)
+    dt = native_dtype(given)  # ">f8" asks for float64 values: results are native
     if dt not in VALUE_DTYPES:
-        raise TypeError(f"{name}: result dtype {dt} is not supported by sparse arrays")
+        raise TypeError(f"{name}: result dtype {dtype_text(given)} is not supported by sparse arrays")
     return dt
 
 
@@ -131,7 +136,7 @@ class _Monoid:
 
     def result_dtype(self, dtype, requested):
         if requested is not None:
-            return np.dtype(requested)
+            return np.dtype(requested)  # (checked, in native byte order, by _value_dtype)
         probe = np.ones(1, dtype=dtype)
         return self.ufunc.reduce(probe).dtype if self.name not in ("logical_or", "logical_and") \
             else np.dtype(np.bool_)
@@ -357,7 +362,9 @@ def _reduce_minor(x, mono, out_dtype, k, xp):
     starts = x.indptr.astype(np.int64)
     width = math.prod(kept_dense_shape)
     seg = k.segment_reduce(data.reshape(x.nnz, width), starts, mono.kernel_op).astype(out_dtype, copy=False)
-    seg = _fold_missing(mono, seg, fill, n_minor - (starts[1:] - starts[:-1]), out_dtype, xp)
+    # clipped: a malformed indptr (check=False) gives some count, never a huge power
+    missing = xp.clip(n_minor - (starts[1:] - starts[:-1]), 0, n_minor)
+    seg = _fold_missing(mono, seg, fill, missing, out_dtype, xp)
     seg = seg.reshape((n_major,) + kept_dense_shape)
     out_fill = mono.power(fill, n_minor)
     coords = xp.arange(n_major, dtype=np.int64).reshape(1, -1)
@@ -472,7 +479,7 @@ def _kept_keys(x, kept, kept_shape, k, xp):
     if len(kept) == 1:
         return x.coords[kept[0]]
     coords = x.coords if list(kept) == list(range(x.sparse_dim)) else xp.ascontiguousarray(x.coords[list(kept)])
-    return k.linearize(coords, canonical.c_strides(kept_shape))
+    return k.linearize(coords, kept_shape)
 
 
 def _reduce_by_key(keys, values, mono, kept_shape, kept_dense_shape, n_red, fill, out_fill, dtype, dev, k, xp):
@@ -684,7 +691,7 @@ def count_nonzero(x, axis=None, *, keepdims=False):
 
 def _mean_dtype(dtype, requested):
     if requested is not None:
-        return np.dtype(requested)
+        return native_dtype(requested)
     return np.mean(np.ones(1, dtype=dtype)).dtype
 
 
@@ -747,7 +754,7 @@ def std(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     return _moment(x, axis, dtype, ddof, keepdims, "std")
 
 
-def _moment(x, axis, dtype, ddof, keepdims, name):
+def _moment(x, axis, dtype, ddof, keepdims, name, skip_nan=False):
     from gpusparse.containers import SparseArray
     from gpusparse.ops.elementwise import elemwise
     axes = normalize_axes(axis, x.ndim)
@@ -767,10 +774,11 @@ def _moment(x, axis, dtype, ddof, keepdims, name):
         coo = canonical.coalesce(coo)
         if coo.dtype != dt:
             coo = coo.astype(dt)
-        result = _moment_core(coo, axes, n, ddof, real_dt, k, xp)
+        core = _nan_moment_core if skip_nan else _moment_core
+        result = core(coo, axes, n, ddof, real_dt, k, xp)
         if isinstance(result, SparseArray) and _builtin_all(a in axes for a in range(x.sparse_dim)):
             result = result.todense()  # every sparse axis of x reduced: dense, as other reductions
-        if name == "std":
+        if name.endswith("std"):
             result = elemwise(np.sqrt, result) if isinstance(result, SparseArray) else \
                 _dense_result(xp.sqrt(result), result.dtype, result.shape, xp)
         if keepdims:
@@ -820,6 +828,68 @@ def _moment_core(x, axes, n, ddof, real_dt, k, xp):
         m2 = k.segment_reduce(xp.ascontiguousarray(dev_sq), starts, "sum")
         m2 = xp.where(has_missing, m2 + missing * _sq_dev(fill, m, xp), m2)
         result = m2 / divisor
+        result = result.astype(real_dt).reshape((group_coords.shape[1],) + kept_dense_shape)
+        return _sparse_out(group_coords, result, out_shape, out_fill, x.device, xp)
+
+
+def _nan_moment_core(x, axes, n, ddof, real_dt, k, xp):
+    """:func:`_moment_core` over the non-NaN elements only (``nanvar``).
+
+    Per group: ``c`` non-NaN elements (the unstored ones count unless the
+    fill value is NaN), their mean, and their squared deviations divided by
+    ``c - ddof``; NaN where ``c - ddof <= 0``, as NumPy's ``nanvar``.
+    """
+    sd = x.sparse_dim
+    kept_sparse = [a for a in range(sd) if a not in axes]
+    kept_dense_shape = tuple(s for a, s in enumerate(x.shape) if a >= sd and a not in axes)
+    fill = x.fill_value
+    fill_counts = not bool(np.isnan(fill))
+    nan = real_dt.type(np.nan)
+    valid = ~xp.isnan(x.data)
+    clean = xp.where(valid, x.data, x.dtype.type(0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if not kept_sparse:
+            missing = n - x.nnz if fill_counts else 0
+            cnt = (valid.sum(axis=0) + missing).astype(real_dt)
+            total = clean.sum(axis=0) + (fill * missing if missing else 0)
+            m = total / cnt
+            m2 = xp.where(valid, _sq_dev(x.data, m, xp), 0).sum(axis=0)
+            if missing:
+                m2 = m2 + missing * _sq_dev(fill, m, xp)
+            dof = cnt - ddof
+            result = xp.where(dof > 0, m2 / dof, nan)
+            return _dense_result(result, real_dt, kept_dense_shape, xp)
+        out_shape = tuple(x.shape[a] for a in kept_sparse) + kept_dense_shape
+        if fill_counts and n - ddof > 0:  # a group of n fill values
+            fill_mean = (fill * n) / n if n else fill
+            out_fill = np.asarray(n * _sq_dev(fill, fill_mean, np) / (n - ddof)).astype(real_dt)[()]
+        else:
+            out_fill = nan
+        if x.nnz == 0:
+            return _sparse_out(xp.zeros((len(kept_sparse), 0), np.int64),
+                               xp.zeros((0,) + kept_dense_shape, real_dt), out_shape, out_fill, x.device, xp,
+                               drop=False)
+        perm, starts, ids, group_coords = _grouping(x, kept_sparse, k, xp)
+        values = x.data.reshape(x.nnz, -1)
+        ordered = values if perm is None else xp.take(values, perm, axis=0)
+        ordered_valid = ~xp.isnan(ordered)
+        stored_cnt = k.segment_reduce(xp.ascontiguousarray(ordered_valid.astype(np.int64)), starts, "sum")
+        sums = k.segment_reduce(xp.ascontiguousarray(xp.where(ordered_valid, ordered, x.dtype.type(0))),
+                                starts, "sum")
+        if fill_counts:
+            missing = n - (starts[1:] - starts[:-1]).reshape(-1, 1)
+            has_missing = missing > 0
+            cnt = (stored_cnt + missing).astype(real_dt)
+            m = xp.where(has_missing, sums + missing * fill, sums) / cnt
+        else:
+            cnt = stored_cnt.astype(real_dt)
+            m = sums / cnt
+        dev_sq = xp.where(ordered_valid, _sq_dev(ordered, xp.take(m, ids, axis=0), xp), 0)
+        m2 = k.segment_reduce(xp.ascontiguousarray(dev_sq), starts, "sum")
+        if fill_counts:
+            m2 = xp.where(has_missing, m2 + missing * _sq_dev(fill, m, xp), m2)
+        dof = cnt - ddof
+        result = xp.where(dof > 0, m2 / dof, nan)
         result = result.astype(real_dt).reshape((group_coords.shape[1],) + kept_dense_shape)
         return _sparse_out(group_coords, result, out_shape, out_fill, x.device, xp)
 
@@ -947,6 +1017,49 @@ def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
         return _dense_result(total / count, dt, total.shape, xp)
 
 
+def _nan_moment(x, axis, dtype, out, ddof, keepdims, where, name):
+    _check_unsupported(out, where, name)
+    if x.dtype.kind not in "fc":  # nothing to ignore: NumPy's nanvar is var here
+        return _moment(x, axis, dtype, ddof, keepdims, name[3:])
+    if dtype is not None and np.dtype(dtype).kind not in "fc":
+        raise TypeError(f"{name}: dtype must be inexact for {x.dtype.name} input, got {np.dtype(dtype).name}")
+    return _moment(x, axis, dtype, ddof, keepdims, name, skip_nan=True)
+
+
+def nanvar(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None):
+    """Variance ignoring NaN (NumPy's ``nanvar``); NaN where ``ddof`` leaves no degree of freedom.
+
+    Over each selection, only the ``c`` elements that are not NaN take part
+    (unstored elements are the fill value, so they count unless it is NaN):
+    the sum of their squared deviations from their mean, divided by
+    ``c - ddof``. A selection with ``c - ddof <= 0`` (all NaN, for one)
+    gives NaN.
+
+    Examples
+    --------
+    >>> import numpy as np, gpusparse as gs
+    >>> x = gs.COO([[0, 1]], [np.nan, 4.0], shape=(3,), device="cpu")
+    >>> gs.nanvar(x)
+    array(4.)
+    >>> gs.nanvar(x, ddof=1)
+    array(8.)
+    """
+    return _nan_moment(x, axis, dtype, out, ddof, keepdims, where, "nanvar")
+
+
+def nanstd(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None):
+    """Standard deviation ignoring NaN (NumPy's ``nanstd``), the square root of :func:`nanvar`.
+
+    Examples
+    --------
+    >>> import numpy as np, gpusparse as gs
+    >>> x = gs.COO([[0, 1]], [np.nan, 4.0], shape=(3,), device="cpu")
+    >>> gs.nanstd(x)
+    array(2.)
+    """
+    return _nan_moment(x, axis, dtype, out, ddof, keepdims, where, "nanstd")
+
+
 # --------------------------------------------------------------------------
 # argmin / argmax
 # --------------------------------------------------------------------------
@@ -965,15 +1078,21 @@ def _lex_cmp(a, b, xp, greater):
     return a > b if greater else a < b
 
 
-def _arg(x, axis, keepdims, name):
-    from gpusparse.containers import SparseArray
-    is_max = name == "argmax"
+def _arg_axis_checked(x, axis, name):
+    """``axis`` (None or one axis) normalised; ``ValueError`` for an empty selection, as NumPy."""
     if axis is not None:
         if isinstance(axis, (tuple, list)):
             raise TypeError(f"{name}: axis must be None or an integer, got {axis!r}")
         (axis,) = normalize_axes(axis, x.ndim)
     if (x.size if axis is None else x.shape[axis]) == 0:
         raise ValueError(f"attempt to get {name} of an empty sequence")
+    return axis
+
+
+def _arg(x, axis, keepdims, name):
+    from gpusparse.containers import SparseArray
+    is_max = name == "argmax"
+    axis = _arg_axis_checked(x, axis, name)
     dev = x.device
     k, xp = kernels_for(dev), xp_for(dev)
     with device_scope(dev):
@@ -1008,7 +1127,7 @@ def _choose(best_val, best_idx, gap, has_gap, fill, fill_nan, is_max, xp):
 
 def _arg_all(coo, fill, fill_nan, is_max, k, xp):
     size = coo.size
-    keys = k.linearize(coo.coords, canonical.c_strides(coo.shape)) if coo.nnz else xp.zeros(0, np.int64)
+    keys = k.linearize(coo.coords, coo.shape) if coo.nnz else xp.zeros(0, np.int64)
     if coo.nnz == 0:
         return xp.asarray(0, dtype=np.int64)
     pos = (xp.argmax if is_max else xp.argmin)(coo.data)
@@ -1086,3 +1205,56 @@ def argmin(x, axis=None, out=None, *, keepdims=False):
     """
     _check_unsupported(out, None, "argmin")
     return _arg(x, axis, keepdims, "argmin")
+
+
+def _nan_arg(x, axis, keepdims, name):
+    from gpusparse.containers import SparseArray
+    from gpusparse.ops.elementwise import elemwise
+    plain = name[3:]
+    if x.dtype.kind not in "fc":
+        return _arg(x, axis, keepdims, plain)
+    axis = _arg_axis_checked(x, axis, name)
+    all_nan = all(elemwise(np.isnan, x), axis=axis)
+    found = any(all_nan) if isinstance(all_nan, SparseArray) else xp_for(x.device).any(all_nan)
+    if bool(to_host(found)):  # sync: NumPy raises for an all-NaN selection
+        raise ValueError(f"{name}: All-NaN slice encountered")
+    # NaN becomes the worst value, as NumPy's nanargmax/nanargmin do (-inf+0j for complex).
+    return _arg(_nan_to(x, -np.inf if name == "nanargmax" else np.inf), axis, keepdims, plain)
+
+
+def nanargmax(x, axis=None, out=None, *, keepdims=False):
+    """Index of the first maximum ignoring NaN (NumPy's ``nanargmax``).
+
+    Raises ``ValueError`` ("All-NaN slice encountered") if any selection
+    holds only NaN; unstored elements take part as the fill value.
+
+    Examples
+    --------
+    >>> import numpy as np, gpusparse as gs
+    >>> x = gs.COO([[0, 1], [0, 2]], [np.nan, -1.0], shape=(2, 3), device="cpu")
+    >>> gs.nanargmax(x)
+    array(1)
+    >>> gs.nanargmax(x, axis=1).todense()
+    array([1, 0])
+    """
+    _check_unsupported(out, None, "nanargmax")
+    return _nan_arg(x, axis, keepdims, "nanargmax")
+
+
+def nanargmin(x, axis=None, out=None, *, keepdims=False):
+    """Index of the first minimum ignoring NaN (NumPy's ``nanargmin``).
+
+    Raises ``ValueError`` ("All-NaN slice encountered") if any selection
+    holds only NaN; unstored elements take part as the fill value.
+
+    Examples
+    --------
+    >>> import numpy as np, gpusparse as gs
+    >>> x = gs.COO([[0, 1], [0, 2]], [np.nan, -1.0], shape=(2, 3), device="cpu")
+    >>> gs.nanargmin(x)
+    array(5)
+    >>> gs.nanargmin(x, axis=1).todense()
+    array([1, 2])
+    """
+    _check_unsupported(out, None, "nanargmin")
+    return _nan_arg(x, axis, keepdims, "nanargmin")

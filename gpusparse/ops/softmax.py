@@ -132,7 +132,7 @@ def _groups(y, axis, k, xp):
         elif S == 2:
             prefix = coo.coords[0]
         else:
-            prefix = k.linearize(coo.coords[: S - 1], canonical.c_strides(coo.shape[: S - 1]))
+            prefix = k.linearize(coo.coords[: S - 1], coo.shape[: S - 1])
         return k.compress(prefix, lines, np.int64), None, prefix
     others = [d for d in range(coo.sparse_dim) if d != axis]
     coords = xp.ascontiguousarray(coo.coords[others]) if others else xp.zeros((0, n), dtype=np.int64)

@@ -217,8 +217,7 @@ def to_indicator(x, vocab_size):
     with device_scope(dev):
         out = xp.zeros(int(np.prod(shape)), dtype=bool)
         if ids.shape[0]:
-            keys = k.linearize(xp.ascontiguousarray(xp.concatenate([prefix, ids.reshape(1, -1)])),
-                               canonical.c_strides(shape))
+            keys = k.linearize(xp.ascontiguousarray(xp.concatenate([prefix, ids.reshape(1, -1)])), shape)
             out[keys] = True
     return out.reshape(shape)
 

@@ -63,7 +63,7 @@ def test_linearize_delinearize(device, k, rng, shape, n):
     coords = np.stack([rng.integers(0, s, size=n, dtype=np.int64) for s in shape]) if shape else np.zeros((0, n), np.int64)
     coords = coords.reshape(len(shape), n)
     strides = _c_strides(shape)
-    keys = k.linearize(put(coords, device), strides)
+    keys = k.linearize(put(coords, device), shape)
     expected = ref_linearize(coords, strides)
     assert keys.dtype == np.int64 and keys.shape == (n,)
     np.testing.assert_array_equal(to_host(keys), expected)
@@ -72,12 +72,18 @@ def test_linearize_delinearize(device, k, rng, shape, n):
     np.testing.assert_array_equal(to_host(back), coords)
 
 
-def test_linearize_with_general_strides(device, k, rng):
-    # Strides need not be C-order: the key of column-major order, and a group of dims.
-    coords = np.stack([rng.integers(0, 5, 50), rng.integers(0, 7, 50)]).astype(np.int64)
-    for strides in [(1, 5), (7, 1), (0, 1)]:
-        got = k.linearize(put(coords, device), strides)
-        np.testing.assert_array_equal(to_host(got), ref_linearize(coords, strides))
+def test_linearize_clips_coordinates_into_the_shape(device, k, rng):
+    # Out-of-range coordinates (check=False, or buffers changed after
+    # construction) are clipped into the shape: every key addresses it.
+    shape = (5, 7)
+    coords = np.stack([rng.integers(-10**12, 10**12, 200), rng.integers(-9, 16, 200)]).astype(np.int64)
+    coords[:, :3] = [[-2**63, 2**63 - 1, 4], [2**63 - 1, -2**63, 6]]
+    got = to_host(k.linearize(put(coords, device), shape))
+    clipped = np.clip(coords, 0, np.array(shape)[:, None] - 1)
+    np.testing.assert_array_equal(got, ref_linearize(clipped, _c_strides(shape)))
+    # The leading dims of a longer shape (sparse coords, dense trailing dims).
+    got = to_host(k.linearize(put(coords[:1], device), shape))
+    np.testing.assert_array_equal(got, clipped[0] * 7)
 
 
 def test_delinearize_matches_unravel_index(device, k, rng):

@@ -1,4 +1,11 @@
-"""Layout primitives on the CPU: linear keys, CSR pointers, scatter and gather."""
+"""Layout primitives on the CPU: linear keys, CSR pointers, scatter and gather.
+
+Every kernel here stays inside its buffers whatever the values of its
+integer inputs (the memory-safety contract in :mod:`gpusparse._kernels`):
+indices are clipped into range before they address memory, writes to a
+destination outside the output are dropped, and loops whose bounds come
+from data are bounded by the buffers they walk.
+"""
 
 from __future__ import annotations
 
@@ -16,19 +23,26 @@ from gpusparse._kernels.cpu._common import PARALLEL_MIN, empty
 # --------------------------------------------------------------------------
 
 @jit(parallel=True)
-def _linearize(coords, strides, out):
+def _linearize(coords, strides, last, out):
+    # Coordinates are clipped into [0, shape[k]) (last = shape - 1, at
+    # least 0), so every key lies in [0, prod(shape)) whatever coords hold.
     d, n = coords.shape
     for i in prange(n):
         key = np.int64(0)
         for k in range(d):
-            key += coords[k, i] * strides[k]
+            key += min(max(coords[k, i], 0), last[k]) * strides[k]
         out[i] = key
 
 
-def linearize(coords, strides):
-    """coords (d, n) int64 in bounds, sum(coords[k]*strides[k]) < 2**63; not validated."""
+def linearize(coords, shape):
+    """coords (d, n) int64 in ``shape[:d]``, prod(shape) < 2**63; coordinates out of range are clipped.
+
+    Returns keys (n,) int64 with C-order strides of ``shape``.
+    """
+    from gpusparse.ops.canonical import c_strides
     out = empty(coords.shape[1], dtype=np.int64)
-    _linearize(coords, np.asarray(strides, dtype=np.int64), out)
+    last = np.maximum(np.asarray(shape, dtype=np.int64) - 1, 0)
+    _linearize(coords, np.asarray(c_strides(shape), dtype=np.int64).reshape(-1), last.reshape(-1), out)
     return out
 
 
@@ -82,37 +96,73 @@ def delinearize(keys, shape):
 # --------------------------------------------------------------------------
 
 @jit(parallel=True)
-def _compress(rows, out):
+def _compress(rows, n_chunks, out):
+    # Entry i writes out[r] = i for the rows r it is the first to reach.
+    # Rows are clipped into [0, n_rows) and each chunk walks up from the
+    # row before it through its running maximum: for sorted rows that is
+    # the row itself; for unsorted ones every out[r] is still written (the
+    # walk from -1 to n_rows passes every level) and the work stays below
+    # n_chunks * n_rows.
     n = rows.size
     n_rows = out.size - 1
-    for i in prange(n):
-        previous = rows[i - 1] if i > 0 else -1
-        for r in range(previous + 1, rows[i] + 1):
-            out[r] = i
-    last = rows[n - 1] if n > 0 else -1
+    top = n_rows - 1
+    chunk = (n + n_chunks - 1) // n_chunks
+    for c in prange(n_chunks):
+        lo = c * chunk
+        reached = min(max(rows[lo - 1], -1), top) if lo > 0 else -1
+        for i in range(lo, min(n, lo + chunk)):
+            row = min(max(rows[i], 0), top)
+            for r in range(reached + 1, row + 1):
+                out[r] = i
+            reached = max(reached, row)
+    last = min(max(rows[n - 1], -1), top) if n > 0 else -1
     for r in range(last + 1, n_rows + 1):
         out[r] = n
 
 
 def compress(rows, n_rows, index_dtype):
-    """rows (n,) int64 sorted, in [0, n_rows); not validated."""
+    """rows (n,) int64 sorted, in [0, n_rows); not validated.
+
+    Rows out of range are clipped; unsorted rows give some pointers in [0, n].
+    """
     out = empty(int(n_rows) + 1, dtype=index_dtype)
-    _compress(rows, out)
+    _compress(rows, n_threads() if rows.size >= PARALLEL_MIN else 1, out)
     return out
 
 
 @jit(parallel=True)
-def _expand(indptr, out):
-    for r in prange(indptr.size - 1):
-        for p in range(indptr[r], indptr[r + 1]):
-            out[p] = r
+def _expand(indptr, n_chunks, out):
+    # Row r writes its positions [indptr[r], indptr[r + 1]). Pointers are
+    # clipped into [0, nnz], the first row starts at 0 and the last ends at
+    # nnz, and each chunk starts every row at its running maximum: for a
+    # valid indptr that changes nothing; for any other every position is
+    # still written once per chunk at most (a walk from 0 to nnz passes
+    # every position), so the work stays below n_chunks * nnz.
+    nnz = out.size
+    n_rows = indptr.size - 1
+    chunk = (n_rows + n_chunks - 1) // n_chunks
+    for c in prange(n_chunks):
+        lo = c * chunk
+        reached = min(max(indptr[lo], 0), nnz) if lo > 0 else 0
+        for r in range(lo, min(n_rows, lo + chunk)):
+            end = nnz if r == n_rows - 1 else min(max(indptr[r + 1], 0), nnz)
+            for p in range(reached, end):
+                out[p] = r
+            reached = max(reached, end)
 
 
 def expand(indptr, nnz, out=None):
-    """indptr (n_rows + 1,) non-decreasing from 0 to nnz; not validated."""
+    """indptr (n_rows + 1,) non-decreasing from 0 to nnz; not validated.
+
+    Any other pointers give every position some row in ``[0, n_rows)``.
+    """
     if out is None:
         out = empty(int(nnz), dtype=np.int64)
-    _expand(indptr, out)
+    if out.size and indptr.size < 2:
+        out[:] = 0
+    elif out.size:
+        parallel = indptr.size + out.size >= PARALLEL_MIN
+        _expand(indptr, max(1, min(n_threads(), indptr.size - 1)) if parallel else 1, out)
     return out
 
 
@@ -163,11 +213,14 @@ def offsets(counts):
 
 @jit(parallel=True)
 def _scatter_rows(keys, values, out):
+    # A destination outside out is dropped.
     w = values.shape[1]
+    size = out.shape[0]
     for i in prange(keys.size):
         r = keys[i]
-        for c in range(w):
-            out[r, c] = values[i, c]
+        if 0 <= r < size:
+            for c in range(w):
+                out[r, c] = values[i, c]
 
 
 def _move_kind(arr):
@@ -181,15 +234,19 @@ def _move_kind(arr):
 
 
 def scatter_dense(keys, values, out):
-    """keys (n,) int64 unique, in [0, len(out)); values (n, w); out (size, w) C-contiguous."""
+    """keys (n,) int64 unique, in [0, len(out)); values (n, w); out (size, w) C-contiguous.
+
+    Keys outside ``[0, len(out))`` are dropped.
+    """
     _scatter_rows(keys, _move_kind(values), _move_kind(out))
 
 
 @jit(parallel=True)
 def _gather_rows(values, index, out):
     w = values.shape[1]
+    last = values.shape[0] - 1
     for i in prange(index.size):
-        r = index[i]
+        r = min(max(index[i], 0), last)
         for c in range(w):
             out[i, c] = values[r, c]
 
@@ -197,8 +254,9 @@ def _gather_rows(values, index, out):
 @jit(parallel=True)
 def _gather_rows_or_fill(values, index, fill, out):
     w = values.shape[1]
+    last = values.shape[0] - 1
     for i in prange(index.size):
-        r = index[i]
+        r = min(index[i], last)
         if r >= 0:
             for c in range(w):
                 out[i, c] = values[r, c]
@@ -208,9 +266,15 @@ def _gather_rows_or_fill(values, index, fill, out):
 
 
 def gather(values, index, fill=None):
-    """values (m, w); index (n,) int64 in [0, m), or -1 where ``fill`` is given; not validated."""
+    """values (m, w); index (n,) int64 in [0, m), or -1 where ``fill`` is given; not validated.
+
+    Indices past the end read the last row, negative ones the first (or
+    ``fill`` when given); with ``m == 0`` every row is ``fill`` (or 0).
+    """
     out = empty((index.size, values.shape[1]), dtype=values.dtype)
-    if fill is None:
+    if values.shape[0] == 0:
+        out[...] = 0 if fill is None else fill
+    elif fill is None:
         _gather_rows(_move_kind(values), index, _move_kind(out))
     else:
         row = np.full(values.shape[1], fill, dtype=values.dtype)
@@ -221,8 +285,9 @@ def gather(values, index, fill=None):
 @jit(parallel=True)
 def _take_columns(values, index, out):
     g = values.shape[0]
+    last = values.shape[1] - 1
     for i in prange(index.size):
-        c = index[i]
+        c = min(max(index[i], 0), last)
         for r in range(g):
             out[r, i] = values[r, c]
 
@@ -230,9 +295,14 @@ def _take_columns(values, index, out):
 def take_columns(values, index):
     """values (g, m); index (n,) int64 in [0, m); not validated.
 
+    Indices out of range are clipped.
+
     One parallel pass (``numpy.take(values, index, axis=1)`` runs on one
     thread, element by element along the rows).
     """
     out = empty((values.shape[0], index.size), dtype=values.dtype)
+    if values.shape[1] == 0:
+        out[...] = 0
+        return out
     _take_columns(_move_kind(values), index, _move_kind(out))
     return out

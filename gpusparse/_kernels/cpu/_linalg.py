@@ -113,7 +113,8 @@ def _streaming(indptr, indices) -> bool:
     if m < 2 or indices.shape[0] == 0:
         return True
     rows = np.linspace(0, m - 2, min(64, m - 1)).astype(np.int64)
-    first, second, end = indptr[rows], indptr[rows + 1], indptr[rows + 2]
+    last = indices.shape[0] - 1
+    first, second, end = (np.clip(indptr[rows + i], 0, last) for i in range(3))
     both = (second > first) & (end > second)
     if not both.any():
         return True
@@ -124,6 +125,45 @@ def _streaming(indptr, indices) -> bool:
 def _prefetch_distance(indptr, indices, n) -> int:
     """``_PREFETCH_AHEAD`` where gathering dense rows of width ``n`` benefits, else 0 (measured)."""
     return _PREFETCH_AHEAD if n >= 32 or not _streaming(indptr, indices) else 0
+
+
+# --------------------------------------------------------------------------
+# reading CSR structure whatever it holds
+# --------------------------------------------------------------------------
+#
+# The kernels below walk rows through ``_row_start`` / ``_row_end`` and read
+# columns through ``_column``: for a valid CSR structure they are plain
+# reads; for any other (``check=False``, buffers changed after construction)
+# pointers are clipped into [0, nnz] and each row starts where the previous
+# one ended (so a range of rows reads each position once at most), and a
+# column index out of range reads the nearest row of the dense operand.
+
+@jit()
+def _row_start(indptr, lo, nnz):
+    return min(max(np.int64(indptr[lo]), 0), nnz)
+
+
+@jit()
+def _row_end(indptr, r, start, nnz):
+    """End of row r's positions, given that it starts at ``start``."""
+    return max(start, min(max(np.int64(indptr[r + 1]), 0), nnz))
+
+
+@jit()
+def _column(indices, p, last):
+    """indices[p] as an unsigned row of a dense operand whose last row is ``last`` (clipped)."""
+    return min(np.uintp(max(np.int64(indices[p]), 0)), last)
+
+
+def _structure(indptr, indices, n_gathered):
+    """``indptr``, or pointers to no entries where the operand the columns address has no rows.
+
+    A column index cannot be clipped into an empty range; a valid structure
+    has no entries then.
+    """
+    if n_gathered == 0 and indices.shape[0]:
+        return np.zeros_like(indptr)
+    return indptr
 
 
 # --------------------------------------------------------------------------
@@ -141,7 +181,7 @@ def _row_bounds(indptr, n_parts):
     out[n_parts] = m
     for t in range(1, n_parts):
         target = (total * t) // n_parts
-        lo = 0
+        lo = out[t - 1]  # non-decreasing bounds even for a non-monotone indptr
         hi = m
         while lo < hi:
             mid = (lo + hi) >> 1
@@ -251,12 +291,14 @@ def _spmv(indptr, indices, data, x, y, alpha, beta, zero, part, lo, hi):
     # enough for its vector loop (AVX gathers, several partial sums) and
     # runs shorter ones, and the tail, as a scalar loop. Unsigned positions
     # spare the negative-index checks.
-    start = np.uintp(indptr[lo])
+    nnz = data.shape[0]
+    last = np.uintp(x.shape[0] - 1)
+    start = _row_start(indptr, lo, nnz)
     for r in range(lo, hi):
-        end = np.uintp(indptr[r + 1])
+        end = _row_end(indptr, r, start, nnz)
         acc = zero
-        for p in range(start, end):
-            acc += data[p] * x[np.uintp(indices[p])]
+        for p in range(np.uintp(start), np.uintp(end)):
+            acc += data[p] * x[_column(indices, p, last)]
         if beta == zero:
             y[r] = alpha * acc
         else:
@@ -268,10 +310,15 @@ def _spmv(indptr, indices, data, x, y, alpha, beta, zero, part, lo, hi):
 def _spmv_t(indptr, indices, data, x, partial, part, lo, hi):
     # partial (parts, n_cols) zeroed; range ``part`` scatters into its own row.
     mine = partial[part]
+    nnz = data.shape[0]
+    last = np.uintp(mine.shape[0] - 1)
+    start = _row_start(indptr, lo, nnz)
     for r in range(lo, hi):
         v = x[r]
-        for p in range(indptr[r], indptr[r + 1]):
-            mine[np.uintp(indices[p])] += data[p] * v
+        end = _row_end(indptr, r, start, nnz)
+        for p in range(start, end):
+            mine[_column(indices, p, last)] += data[p] * v
+        start = end
 
 
 @jit()
@@ -306,6 +353,7 @@ def spmv(indptr, indices, data, shape, x, y, alpha=1, beta=0, trans="N"):
     """
     dtype = data.dtype
     zero, alpha, beta = dtype.type(0), _scalar(alpha, dtype), _scalar(beta, dtype)
+    indptr = _structure(indptr, indices, x.shape[0] if trans == "N" else y.shape[0])
     if trans == "N":
         _run(_spmv, row_bounds(indptr), indptr, indices, data, x, y, alpha, beta, zero)
         return
@@ -320,7 +368,10 @@ def spmv(indptr, indices, data, shape, x, y, alpha=1, beta=0, trans="N"):
 @jit()
 def _spmm_n(indptr, indices, data, b, out, alpha, beta, zero, ahead, part, lo, hi):
     n = b.shape[1]
-    last = indptr[hi]
+    nnz = data.shape[0]
+    last_row = np.uintp(b.shape[0] - 1)
+    start = _row_start(indptr, lo, nnz)
+    last = max(start, min(np.int64(indptr[hi]), nnz))
     for r in range(lo, hi):
         row = out[r]
         if beta == zero:
@@ -329,15 +380,17 @@ def _spmm_n(indptr, indices, data, b, out, alpha, beta, zero, ahead, part, lo, h
         else:
             for j in range(n):
                 row[j] *= beta
-        for p in range(indptr[r], indptr[r + 1]):
+        end = _row_end(indptr, r, start, nnz)
+        for p in range(start, end):
             if ahead and p + ahead < last:
-                k = np.uintp(indices[p + ahead])
+                k = _column(indices, p + ahead, last_row)
                 for j0 in range(0, n, 8):
                     _prefetch_row(b, k, np.uintp(j0))
             v = alpha * data[p]
-            src = b[np.uintp(indices[p])]
+            src = b[_column(indices, p, last_row)]
             for j in range(n):
                 row[j] += v * src[j]
+        start = end
 
 
 @jit()
@@ -345,13 +398,18 @@ def _spmm_t(indptr, indices, data, b, partial, part, lo, hi):
     # partial (parts, n_cols * n) zeroed; range ``part`` scatters rows of b into its copy.
     mine = partial[part]
     n = b.shape[1]
+    nnz = data.shape[0]
+    last = np.uintp(mine.shape[0] // max(n, 1) - 1)
+    start = _row_start(indptr, lo, nnz)
     for r in range(lo, hi):
         src = b[r]
-        for p in range(indptr[r], indptr[r + 1]):
+        end = _row_end(indptr, r, start, nnz)
+        for p in range(start, end):
             v = data[p]
-            base = np.uintp(indices[p]) * np.uintp(n)
+            base = _column(indices, p, last) * np.uintp(n)
             for j in range(n):
                 mine[base + np.uintp(j)] += v * src[j]
+        start = end
 
 
 def spmm(indptr, indices, data, shape, b, out, alpha=1, beta=0, trans="N"):
@@ -366,6 +424,7 @@ def spmm(indptr, indices, data, shape, b, out, alpha=1, beta=0, trans="N"):
     b = np.ascontiguousarray(b)
     target = out if out.flags.c_contiguous else np.ascontiguousarray(out)
     n = b.shape[1]
+    indptr = _structure(indptr, indices, b.shape[0] if trans == "N" else target.shape[0])
     work = (int(indptr[-1]) + indptr.size) * max(n, 1)
     if n == 1 and target.shape[1] == 1:
         spmv(indptr, indices, data, shape, b.reshape(-1), target.reshape(-1), alpha, beta, trans)
@@ -399,11 +458,14 @@ def _reduce_step(op, acc, v):
 @jit()
 def _spmm_reduce(indptr, indices, data, b, out, op, identity, zero, part, lo, hi):
     n = b.shape[1]
+    nnz = data.shape[0]
+    last = np.uintp(b.shape[0] - 1)
     term = np.empty(1, dtype=out.dtype)
+    end = _row_start(indptr, lo, nnz)
     for r in range(lo, hi):
         row = out[r]
-        start = indptr[r]
-        end = indptr[r + 1]
+        start = end
+        end = _row_end(indptr, r, start, nnz)
         if start == end:
             for j in range(n):
                 row[j] = zero
@@ -412,7 +474,7 @@ def _spmm_reduce(indptr, indices, data, b, out, op, identity, zero, part, lo, hi
             row[j] = identity
         for p in range(start, end):
             v = data[p]
-            src = b[np.uintp(indices[p])]
+            src = b[_column(indices, p, last)]
             for j in range(n):
                 # Round the product to the value dtype first (integers wrap)
                 # so that max/min compare what NumPy would.
@@ -442,6 +504,7 @@ def spmm_reduce(indptr, indices, data, shape, b, op):
     """
     dtype = data.dtype
     out = empty((shape[0], b.shape[1]), dtype=dtype)
+    indptr = _structure(indptr, indices, b.shape[0])
     bounds = row_bounds(indptr, (int(indptr[-1]) + indptr.size) * max(b.shape[1], 1))
     _run(_spmm_reduce, bounds, indptr, indices, data, b, out, _REDUCE_CODES[op],
          _reduce_identity(op, dtype), dtype.type(0))
@@ -455,12 +518,18 @@ def spmm_reduce(indptr, indices, data, shape, b, op):
 @jit()
 def _spgemm_count(a_indptr, a_indices, b_indptr, b_indices, n_cols, counts, part, lo, hi):
     seen = np.full(n_cols, -1, dtype=np.int64)
+    a_nnz, b_nnz = a_indices.shape[0], b_indices.shape[0]
+    k_last, j_last = np.uintp(b_indptr.shape[0] - 2), np.uintp(n_cols - 1)
+    a_end = _row_start(a_indptr, lo, a_nnz)
     for r in range(lo, hi):
         c = 0
-        for p in range(a_indptr[r], a_indptr[r + 1]):
-            k = np.uintp(a_indices[p])
-            for q in range(b_indptr[k], b_indptr[k + 1]):
-                j = np.uintp(b_indices[q])
+        a_start = a_end
+        a_end = _row_end(a_indptr, r, a_start, a_nnz)
+        for p in range(a_start, a_end):
+            k = _column(a_indices, p, k_last)
+            b_start = _row_start(b_indptr, k, b_nnz)
+            for q in range(b_start, _row_end(b_indptr, k, b_start, b_nnz)):
+                j = _column(b_indices, q, j_last)
                 if seen[j] != r:
                     seen[j] = r
                     c += 1
@@ -518,15 +587,24 @@ def _spgemm_fill(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data,
         longest = max(longest, c_indptr[r + 1] - c_indptr[r])
     tmp = np.empty(longest, dtype=c_indices.dtype)
     counts = np.empty(256, dtype=np.int64)
+    a_nnz, b_nnz = a_indices.shape[0], b_indices.shape[0]
+    k_last, j_last = np.uintp(b_indptr.shape[0] - 2), np.uintp(n_cols - 1)
+    a_end = _row_start(a_indptr, lo, a_nnz)
     for r in range(lo, hi):
         start = c_indptr[r]
+        stop = c_indptr[r + 1]
         used = start
-        for p in range(a_indptr[r], a_indptr[r + 1]):
-            k = np.uintp(a_indices[p])
+        a_start = a_end
+        a_end = _row_end(a_indptr, r, a_start, a_nnz)
+        for p in range(a_start, a_end):
+            k = _column(a_indices, p, k_last)
             v = a_data[p]
-            for q in range(b_indptr[k], b_indptr[k + 1]):
-                j = np.uintp(b_indices[q])
+            b_start = _row_start(b_indptr, k, b_nnz)
+            for q in range(b_start, _row_end(b_indptr, k, b_start, b_nnz)):
+                j = _column(b_indices, q, j_last)
                 if mark[j] != r:
+                    if used == stop:  # only if A or B changed since the counting pass
+                        continue
                     mark[j] = r
                     c_indices[used] = j
                     acc[j] = v * b_data[q]
@@ -547,6 +625,7 @@ def spgemm(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape):
     sizes allow, else int64. Sizes its output from a counting pass.
     """
     m, _, n = (int(s) for s in shape)
+    a_indptr = _structure(a_indptr, a_indices, min(b_indptr.shape[0] - 1, n))
     counts = np.zeros(m + 1, dtype=np.int64)
     work = int(a_indptr[-1]) + int(b_indptr[-1]) + m
     bounds = row_bounds(a_indptr, work)
@@ -568,19 +647,24 @@ def spgemm(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape):
 @_jit_reassoc  # the dot products vectorise (their summation order is free, as in BLAS)
 def _sddmm(indptr, indices, a, bt, alpha, out, zero, ahead, part, lo, hi):
     k = a.shape[1]
-    last = indptr[hi]
+    nnz = out.shape[0]
+    last_row = np.uintp(bt.shape[0] - 1)
+    start = _row_start(indptr, lo, nnz)
+    last = max(start, min(np.int64(indptr[hi]), nnz))
     for r in range(lo, hi):
         left = a[r]
-        for p in range(indptr[r], indptr[r + 1]):
+        end = _row_end(indptr, r, start, nnz)
+        for p in range(start, end):
             if ahead and p + ahead < last:
-                c = np.uintp(indices[p + ahead])
+                c = _column(indices, p + ahead, last_row)
                 for j0 in range(0, k, 8):
                     _prefetch_row(bt, c, np.uintp(j0))
-            right = bt[np.uintp(indices[p])]
+            right = bt[_column(indices, p, last_row)]
             acc = zero
             for j in range(k):
                 acc += left[j] * right[j]
             out[p] = alpha * acc
+        start = end
 
 
 def sddmm(indptr, indices, a, bt, alpha=1):
@@ -590,7 +674,10 @@ def sddmm(indptr, indices, a, bt, alpha=1):
     the entries of ``alpha * a @ bt.T`` at the stored positions.
     """
     dtype = a.dtype
-    out = empty(indices.shape[0], dtype=dtype)
+    nnz = indices.shape[0]
+    indptr = _structure(indptr, indices, bt.shape[0])
+    # positions no row covers (a malformed indptr) read 0
+    out = empty(nnz, dtype=dtype) if indptr[0] == 0 and indptr[-1] == nnz else np.zeros(nnz, dtype)
     bounds = row_bounds(indptr, (indices.shape[0] + indptr.size) * max(a.shape[1], 1))
     ahead = _prefetch_distance(indptr, indices, a.shape[1])
     _run(_sddmm, bounds, indptr, indices, a, bt, _scalar(alpha, dtype), out, dtype.type(0), ahead)

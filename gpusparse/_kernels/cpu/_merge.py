@@ -209,6 +209,8 @@ def _merge_bounds(a, b, bounds):
     per = (total + n_chunks - 1) // n_chunks
     for c in range(n_chunks + 1):
         i, j = _split(a, b, min(c * per, total))
+        if c > 0:  # non-decreasing even for unsorted keys: counts match writes
+            i, j = max(i, bounds[c - 1, 0]), max(j, bounds[c - 1, 1])
         bounds[c, 0] = i
         bounds[c, 1] = j
 
@@ -258,10 +260,24 @@ def merge_sorted(a_keys, b_keys, how):
 # merge_rows: the same merges row by row (canonical CSR/CSC operands)
 # --------------------------------------------------------------------------
 
+@jit()
+def _row_range(ptr, r, n):
+    """Positions [lo, hi) of row r, clipped into [0, n] (an end before the start: empty)."""
+    lo = min(max(np.int64(ptr[r]), 0), n)
+    return lo, max(lo, min(np.int64(ptr[r + 1]), n))
+
+
+@jit()
+def _row_ranges(a_ptr, a_n, b_ptr, b_n, r):
+    i, i_end = _row_range(a_ptr, r, a_n)
+    j, j_end = _row_range(b_ptr, r, b_n)
+    return i, i_end, j, j_end
+
+
 @jit(parallel=True)
 def _row_merge_counts(a_ptr, a_idx, b_ptr, b_idx, how, counts):
     for r in prange(counts.size):
-        i, i_end, j, j_end = a_ptr[r], a_ptr[r + 1], b_ptr[r], b_ptr[r + 1]
+        i, i_end, j, j_end = _row_ranges(a_ptr, a_idx.size, b_ptr, b_idx.size, r)
         m = _count_matches(a_idx, b_idx, i, i_end, j, j_end)
         counts[r] = m if how == 1 else (i_end - i) + (j_end - j) - m
 
@@ -269,7 +285,7 @@ def _row_merge_counts(a_ptr, a_idx, b_ptr, b_idx, how, counts):
 @jit(parallel=True)
 def _row_merge_write(a_ptr, a_idx, b_ptr, b_idx, how, indptr, indices, ia, ib):
     for r in prange(indptr.size - 1):
-        i, i_end, j, j_end = a_ptr[r], a_ptr[r + 1], b_ptr[r], b_ptr[r + 1]
+        i, i_end, j, j_end = _row_ranges(a_ptr, a_idx.size, b_ptr, b_idx.size, r)
         if how == 0:
             _write_union(a_idx, b_idx, i, i_end, j, j_end, indptr[r], indices, ia, ib)
         else:
@@ -285,6 +301,12 @@ def merge_rows(a_indptr, a_indices, b_indptr, b_indices, n_minor, how):
     _row_merge_counts(a_indptr, a_indices, b_indptr, b_indices, code, counts)
     indptr = offsets(counts)
     n_out = int(indptr[-1])
+    bound = a_indices.size + b_indices.size if code == 0 else min(a_indices.size, b_indices.size)
+    if n_out > bound:  # rows that overlap: only a malformed indptr gives that
+        raise ValueError(
+            "the operands' indptr are not non-decreasing from 0 to nnz (an array built with "
+            "check=False, or whose buffers changed after construction; x.check() tells which)"
+        )
     indices = empty(n_out, dtype=np.result_type(a_indices.dtype, b_indices.dtype))
     ia = empty(n_out, dtype=np.int64)
     ib = empty(n_out, dtype=np.int64)

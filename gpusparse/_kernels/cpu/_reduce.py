@@ -23,33 +23,41 @@ _REDUCE_BY_KEY_OPS = ("sum", "prod", "min", "max", "any", "all")
 
 
 @jit()
+def _key(keys, i, last):
+    # keys[i] clipped into [0, last]: a key out of range (a malformed
+    # input) lands in the nearest output row, never outside the output.
+    return min(max(np.int64(keys[i]), 0), last)
+
+
+@jit()
 def _scatter_range(keys, values, op, lo, hi, out, counts, with_counts):
     # One loop per op (the op test stays outside the loop); width-1 values
     # are the common case and get their own loops.
     width = values.shape[1]
+    last = out.shape[0] - 1
     if with_counts:
         for i in range(lo, hi):
-            counts[keys[i]] += 1
+            counts[_key(keys, i, last)] += 1
     if width == 1:
         if op == 0:
             for i in range(lo, hi):
-                out[keys[i], 0] += values[i, 0]
+                out[_key(keys, i, last), 0] += values[i, 0]
         elif op == 1:
             for i in range(lo, hi):
-                out[keys[i], 0] *= values[i, 0]
+                out[_key(keys, i, last), 0] *= values[i, 0]
         elif op == 2:
             for i in range(lo, hi):
-                j = keys[i]
+                j = _key(keys, i, last)
                 if _better(2, values[i, 0], out[j, 0]):
                     out[j, 0] = values[i, 0]
         else:
             for i in range(lo, hi):
-                j = keys[i]
+                j = _key(keys, i, last)
                 if _better(3, values[i, 0], out[j, 0]):
                     out[j, 0] = values[i, 0]
         return
     for i in range(lo, hi):
-        j = keys[i]
+        j = _key(keys, i, last)
         for f in range(width):
             if op == 0:
                 out[j, f] += values[i, f]
@@ -86,8 +94,9 @@ def _combine_chunks(op, private, private_counts, out, counts, with_counts):
 @jit()
 def _logic_range(keys, values, is_all, lo, hi, out, counts, with_counts):
     width = values.shape[1]
+    last = out.shape[0] - 1
     for i in range(lo, hi):
-        j = keys[i]
+        j = _key(keys, i, last)
         if with_counts:
             counts[j] += 1
         for f in range(width):
@@ -108,11 +117,17 @@ def _logic_chunks(keys, values, is_all, private, private_counts, with_counts):
 
 
 def reduce_by_key(keys, values, n_out, op, with_counts=True):
-    """keys (n,) int32/int64 in [0, n_out); values (n, w); not validated."""
+    """keys (n,) int32/int64 in [0, n_out); values (n, w); not validated.
+
+    Keys out of range are clipped into it.
+    """
     if op not in _REDUCE_BY_KEY_OPS:
         raise ValueError(f"op must be one of {_REDUCE_BY_KEY_OPS}, got {op!r}")
     n_out = int(n_out)
     n, width = values.shape
+    if n_out == 0:  # nothing to reduce into (keys, if any, are out of range)
+        keys, values = keys[:0], values[:0]
+        n = 0
     logic = op in ("any", "all")
     if values.dtype == np.bool_ and not logic:  # sum/max = or, prod/min = and
         return reduce_by_key(keys, values, n_out, "any" if op in ("sum", "max") else "all", with_counts)

@@ -97,10 +97,13 @@ def segment_ids(keys):
 @jit(parallel=True)
 def _segment_starts(ids, out):
     n = ids.size
+    n_segments = out.size - 1
     for i in prange(n):
         if i == 0 or ids[i] != ids[i - 1]:
-            out[ids[i]] = i
-    out[out.size - 1] = n
+            s = ids[i]
+            if 0 <= s < n_segments:  # other ids are dropped
+                out[s] = i
+    out[n_segments] = n
 
 
 def segment_starts(ids, n_segments):
@@ -217,8 +220,8 @@ def _four_way(values, lo, hi, a, smallest):
     return a, nan
 
 
-def _extremes(op, values, perm, use_perm, starts, s_lo, s_hi, identity, out):
-    """out[s, 0] = min (op 2) / max (op 3) over segment s, for s in [s_lo, s_hi).
+def _extremes(op, values, perm, use_perm, starts, s_lo, s_hi, identity, out, k_lo, k_hi):
+    """out[s, 0] = min (op 2) / max (op 3) over segment s, for s in [s_lo, s_hi) (positions clipped as in _span).
 
     A Numba overload: the loop is chosen by the value type when the kernel
     is compiled.
@@ -227,12 +230,14 @@ def _extremes(op, values, perm, use_perm, starts, s_lo, s_hi, identity, out):
 
 
 @overload(_extremes)
-def _extremes_typed(op, values, perm, use_perm, starts, s_lo, s_hi, identity, out):
+def _extremes_typed(op, values, perm, use_perm, starts, s_lo, s_hi, identity, out, k_lo, k_hi):
     if isinstance(identity, types.Complex):  # lexicographic order: the general comparison
-        def lexicographic(op, values, perm, use_perm, starts, s_lo, s_hi, identity, out):
+        def lexicographic(op, values, perm, use_perm, starts, s_lo, s_hi, identity, out, k_lo, k_hi):
+            reached = k_lo
             for s in range(s_lo, s_hi):
                 a = identity
-                for k in range(starts[s], starts[s + 1]):
+                lo, reached = _span(starts, s, reached, k_hi)
+                for k in range(lo, reached):
                     v = values[perm[k], 0] if use_perm else values[k, 0]
                     if _better(op, v, a):
                         a = v
@@ -247,9 +252,11 @@ def _extremes_typed(op, values, perm, use_perm, starts, s_lo, s_hi, identity, ou
     # Ties keep the earlier element within each running extreme; among
     # equal values only the sign of a zero can tell which was kept, and
     # NumPy's own SIMD loops do not fix that either.
-    def real(op, values, perm, use_perm, starts, s_lo, s_hi, identity, out):
+    def real(op, values, perm, use_perm, starts, s_lo, s_hi, identity, out, k_lo, k_hi):
+        reached = k_lo
         for s in range(s_lo, s_hi):
-            lo, hi = starts[s], starts[s + 1]
+            lo, hi = _span(starts, s, reached, k_hi)
+            reached = hi
             a = identity
             nan = False
             if use_perm:
@@ -324,30 +331,44 @@ def _fold_one(op, values, perm, use_perm, lo, hi, a):
 
 
 @jit()
-def _fold_interior(op, values, perm, use_perm, starts, s_lo, s_hi, identity, out):
+def _span(starts, s, reached, k_hi):
+    # Positions [lo, hi) of segment s inside a chunk that owns positions up
+    # to k_hi and has read up to ``reached``: for valid starts exactly
+    # [starts[s], starts[s + 1]); for non-monotone ones a clipped range, so
+    # the chunk reads inside its positions and each of them once at most.
+    lo = max(starts[s], reached)
+    return lo, max(lo, min(starts[s + 1], k_hi))
+
+
+@jit()
+def _fold_interior(op, values, perm, use_perm, starts, s_lo, s_hi, identity, out, k_lo, k_hi):
     # out[s, 0] = op over the rows of segment s, for s in [s_lo, s_hi): one
     # loop nest per (op, perm) so that the inner loop is branch-free.
+    reached = k_lo
     if op == 0:
         if use_perm:
             for s in range(s_lo, s_hi):
                 a = identity
-                for k in range(starts[s], starts[s + 1]):
+                lo, reached = _span(starts, s, reached, k_hi)
+                for k in range(lo, reached):
                     a += values[perm[k], 0]
                 out[s, 0] = a
         else:
             for s in range(s_lo, s_hi):
                 a = identity
-                for k in range(starts[s], starts[s + 1]):
+                lo, reached = _span(starts, s, reached, k_hi)
+                for k in range(lo, reached):
                     a += values[k, 0]
                 out[s, 0] = a
     elif op == 1:
         for s in range(s_lo, s_hi):
             a = identity
-            for k in range(starts[s], starts[s + 1]):
+            lo, reached = _span(starts, s, reached, k_hi)
+            for k in range(lo, reached):
                 a *= values[perm[k], 0] if use_perm else values[k, 0]
             out[s, 0] = a
     else:
-        _extremes(op, values, perm, use_perm, starts, s_lo, s_hi, identity, out)
+        _extremes(op, values, perm, use_perm, starts, s_lo, s_hi, identity, out, k_lo, k_hi)
 
 
 @jit()
@@ -399,15 +420,17 @@ def _reduce_range(values, starts, op, perm, use_perm, identity, out, n_chunks,
                     tail_seg[c] = i0
                     tail_val[c, 0] = a
             # Segments i0 < s < i1 lie inside the chunk: tight loops, no clamps.
-            _fold_interior(op, values, perm, use_perm, starts, i0 + 1, i1, identity, out)
+            _fold_interior(op, values, perm, use_perm, starts, i0 + 1, i1, identity, out, k0, k1)
             if i0 < i1 <= last:  # the last one may go on in later chunks
                 tail_seg[c] = i1
                 tail_val[c, 0] = _fold_one(op, values, perm, use_perm, starts[i1], k1, identity)
         else:
             acc = np.empty(width, dtype=out.dtype)
+            reached = k0
             for s in range(i0, last + 1):
                 acc[:] = identity
-                _fold_rows(op, values, perm, use_perm, max(starts[s], k0), min(starts[s + 1], k1), acc)
+                lo, reached = _span(starts, s, reached, k1)
+                _fold_rows(op, values, perm, use_perm, lo, reached, acc)
                 if s < i1:
                     if first < 0:
                         first = s
@@ -461,6 +484,7 @@ def _logic_range(values, starts, is_all, perm, use_perm, out, n_chunks,
     n_items = n_segments + n_positions
     per = (n_items + n_chunks - 1) // n_chunks
     width = values.shape[1]
+    k_last = starts[n_segments] - 1  # reads stay in the positions (non-monotone starts)
     for c in range(c_lo, c_hi):
         d0 = min(c * per, n_items)
         d1 = min(d0 + per, n_items)
@@ -478,7 +502,7 @@ def _logic_range(values, starts, is_all, perm, use_perm, out, n_chunks,
                 acc[:] = is_all
                 i += 1
             else:
-                row = perm[k] if use_perm else k
+                row = perm[min(k, k_last)] if use_perm else min(k, k_last)
                 for f in range(width):
                     if is_all:
                         acc[f] = acc[f] and values[row, f] != 0
@@ -532,6 +556,7 @@ def _arg_range(values, starts, op, perm, use_perm, out, n_chunks,
     n_items = n_segments + n_positions
     per = (n_items + n_chunks - 1) // n_chunks
     width = values.shape[1]
+    k_last = starts[n_segments] - 1  # reads stay in the positions (non-monotone starts)
     for c in range(c_lo, c_hi):
         d0 = min(c * per, n_items)
         d1 = min(d0 + per, n_items)
@@ -550,7 +575,7 @@ def _arg_range(values, starts, op, perm, use_perm, out, n_chunks,
                 idx[:] = -1
                 i += 1
             else:
-                row = perm[k] if use_perm else k
+                row = perm[min(k, k_last)] if use_perm else min(k, k_last)
                 for f in range(width):
                     v = values[row, f]
                     if idx[f] < 0 or _better(op, v, acc[f]):
@@ -618,6 +643,22 @@ def _identity(op, dtype):
     return dtype.type(info.max if op == "min" else info.min)
 
 
+def _bounded_starts(starts, n_rows):
+    """``starts`` whose first and last entries delimit positions inside ``[0, n_rows]``.
+
+    Valid starts are returned as they are (two reads); others are clipped
+    into range and made non-decreasing, a copy (the interior of starts that
+    are not monotone is handled inside the kernels, see ``_span``).
+    """
+    if starts.size == 0:
+        return starts
+    if 0 <= starts[0] < starts[-1] <= n_rows:
+        return starts
+    if 0 <= starts[0] == starts[-1] <= n_rows:  # no positions: every segment is empty
+        return np.full_like(starts, starts[0])
+    return np.maximum.accumulate(np.clip(starts, 0, n_rows))
+
+
 def _kernel_view(values):
     # Numba has no ordering for bool; uint8 orders False < True the same way.
     return values.view(np.uint8) if values.dtype == np.bool_ else values
@@ -640,6 +681,7 @@ def segment_reduce(values, starts, op, perm=None):
     width = values.shape[1]
     use_perm = perm is not None
     perm_arg = perm if use_perm else empty(0, np.int64)
+    starts = _bounded_starts(starts, perm.size if use_perm else values.shape[0])
     n_items = n_segments + (int(starts[-1] - starts[0]) if n_segments > 0 else 0)
     n_chunks = max(1, min(n_threads(), n_items // (PARALLEL_MIN // 4))) if n_items >= PARALLEL_MIN else 1
     head_seg = empty(n_chunks, np.int64)

@@ -11,16 +11,29 @@ from gpusparse._kernels.cpu._common import PARALLEL_MIN, empty
 # Indices are cast to uint64 inside the loops: Numba then skips the
 # negative-index wraparound on every access, which lets the copies vectorise
 # (2-3x faster than int64 indexing for the short runs of sparse rows). Runs
-# are spread over the threads (prange).
+# are spread over the threads (prange). Each run is clipped to both buffers
+# first (_clip_run), once per run, so no value of the starts and lengths
+# reaches outside them.
+
+
+@jit()
+def _clip_run(src, dst, length, n_src, n_dst):
+    """(src, dst, length) of a run of rows clipped to n_src source and n_dst destination rows."""
+    src = min(max(src, 0), n_src)
+    dst = min(max(dst, 0), n_dst)
+    length = max(min(length, n_src - src, n_dst - dst), 0)
+    return uint64(src), uint64(dst), uint64(length)
 
 @jit(parallel=True)
 def _copy_segments(values, src_starts, dst_starts, lengths, width, out):
     # values and out are flat: row r is [r * width, (r + 1) * width)
     w = uint64(width)
+    n_src, n_dst = values.size // width, out.size // width
     for s in prange(lengths.size):
-        src = uint64(src_starts[s]) * w
-        dst = uint64(dst_starts[s]) * w
-        for e in range(uint64(lengths[s]) * w):
+        src, dst, n = _clip_run(src_starts[s], dst_starts[s], lengths[s], n_src, n_dst)
+        src *= w
+        dst *= w
+        for e in range(n * w):
             out[dst + e] = values[src + e]
 
 
@@ -29,10 +42,10 @@ def _copy_segments_pair(values, values2, src_starts, dst_starts, lengths, width,
     # Two arrays moved by the same runs in one pass: the cache misses of a
     # run's first rows in both arrays overlap instead of adding up.
     w, w2 = uint64(width), uint64(width2)
+    n_src = min(values.size // max(width, 1), values2.size // max(width2, 1))
+    n_dst = min(out.size // max(width, 1), out2.size // max(width2, 1))
     for s in prange(lengths.size):
-        src = uint64(src_starts[s])
-        dst = uint64(dst_starts[s])
-        n = uint64(lengths[s])
+        src, dst, n = _clip_run(src_starts[s], dst_starts[s], lengths[s], n_src, n_dst)
         for e in range(n * w):
             out[dst * w + e] = values[src * w + e]
         for e in range(n * w2):
@@ -42,10 +55,9 @@ def _copy_segments_pair(values, values2, src_starts, dst_starts, lengths, width,
 @jit(parallel=True)
 def _copy_pair_unit(values, values2, src_starts, dst_starts, lengths, out, out2):
     # _copy_segments_pair for rows of one word each (indices and scalar values)
+    n_src, n_dst = min(values.size, values2.size), min(out.size, out2.size)
     for s in prange(lengths.size):
-        src = uint64(src_starts[s])
-        dst = uint64(dst_starts[s])
-        n = uint64(lengths[s])
+        src, dst, n = _clip_run(src_starts[s], dst_starts[s], lengths[s], n_src, n_dst)
         for e in range(n):
             out[dst + e] = values[src + e]
         for e in range(n):
@@ -64,6 +76,8 @@ def _words(arr):
 
 def copy_segments(values, src_starts, dst_starts, lengths, out, values2=None, out2=None):
     """values (m, w), out (n, w) C-contiguous, one dtype; runs in bounds, destinations disjoint; not validated.
+
+    Runs reaching outside ``values`` or ``out`` are clipped to them.
 
     Writes ``out[dst_starts[s] + j] = values[src_starts[s] + j]`` for every
     segment ``s`` and ``0 <= j < lengths[s]`` (and the same for ``values2``
@@ -91,9 +105,10 @@ def copy_segments(values, src_starts, dst_starts, lengths, out, values2=None, ou
 
 @jit(parallel=True)
 def _segment_search(keys, starts, ends, values, right, out):
+    n = keys.size
     for s in prange(starts.size):
-        lo = starts[s]
-        hi = ends[s]
+        lo = min(max(starts[s], 0), n)
+        hi = min(max(ends[s], lo), n)
         v = values[s]
         while lo < hi:
             mid = (lo + hi) >> 1
@@ -111,6 +126,7 @@ def segment_search(keys, starts, ends, values, side="left"):
     Returns out (s,) int64: the first position p in ``[starts[i], ends[i]]``
     with ``keys[p] >= values[i]`` (``side="left"``) or ``> values[i]``
     (``"right"``), as ``numpy.searchsorted`` on each segment, offset by its start.
+    Segments are clipped to ``[0, n]`` (an end before its start: empty).
     """
     out = empty(starts.size, dtype=np.int64)
     _segment_search(keys, starts, ends, values, side == "right", out)
@@ -122,9 +138,10 @@ def _chunk_histograms(keys, hist):
     # hist (n_chunks, n_buckets + 1): chunk c counts its keys in row c
     n_chunks, n = hist.shape[0], keys.size
     chunk = (n + n_chunks - 1) // n_chunks
+    last = hist.shape[1] - 2
     for c in prange(n_chunks):
         for i in range(c * chunk, min(n, (c + 1) * chunk)):
-            hist[c, uint64(keys[i])] += 1
+            hist[c, min(max(keys[i], 0), last)] += 1
 
 
 @jit()
@@ -146,15 +163,18 @@ def _bucket_scan(hist, indptr):
 def _chunk_place(keys, hist, dest):
     n_chunks, n = hist.shape[0], keys.size
     chunk = (n + n_chunks - 1) // n_chunks
+    last = hist.shape[1] - 2
     for c in prange(n_chunks):
         for i in range(c * chunk, min(n, (c + 1) * chunk)):
-            b = uint64(keys[i])
+            b = min(max(keys[i], 0), last)
             dest[i] = hist[c, b]
             hist[c, b] += 1
 
 
 def bucket_order(keys, n_buckets):
     """keys (n,) int64 in [0, n_buckets); not validated.
+
+    Keys out of range are clipped.
 
     Returns ``(dest, indptr)``: ``dest[i]`` is the position of element ``i``
     in the stable sorted order of ``keys`` (equal keys keep their input

@@ -18,6 +18,12 @@ Dispatch, per call, on what cuSPARSE takes (``_cusparse.SUPPORT``):
 
 Nothing here synchronises except ``spgemm``, which reads its output size on
 the host (documented in the primitive's specification).
+
+Memory safety whatever the values of ``indptr`` and ``indices`` holds for
+the hand-written kernels and the expand-sort-compress product (pointers
+clipped into ``[0, nnz]``, indices clipped into range, see
+``gpusparse._kernels``); cuSPARSE itself does not check its operands, so the
+``_cusparse`` calls need valid (trusted) CSR structures.
 """
 
 from __future__ import annotations
@@ -66,14 +72,18 @@ def _scale_in_place(out, beta):
 # --------------------------------------------------------------------------
 
 def _transpose_csr(indptr, indices, data, shape):
-    """The CSR arrays of ``A.T`` for the CSR ``A`` of ``shape``: a stable radix sort by column."""
+    """The CSR arrays of ``A.T`` for the CSR ``A`` of ``shape``: a stable radix sort by column.
+
+    Keys of indices out of range are clipped into ``[0, m * n)`` by the sort,
+    so the transposed structure is always inside its shape.
+    """
     from gpusparse._kernels import cuda as k
     m, n = (int(s) for s in shape)
     nnz = int(indices.shape[0])
     rows = k.expand(indptr, nnz)
     keys = indices.astype(_I64) * m + rows
     bits = max(m * n - 1, 0).bit_length()
-    sorted_keys, perm = k.sort_pairs(keys, None, bits)
+    sorted_keys, perm = k._sort_pairs(keys, None, bits, m * n - 1)
     t_rows = sorted_keys // m  # the columns of A: the rows of A.T
     t_cols = sorted_keys - t_rows * m
     index_dtype = indices.dtype
@@ -98,8 +108,8 @@ def _spmm_kernel(indptr, indices, data, shape, b, out, alpha, beta, trans):
     dtype = data.dtype
     kernel = get_function("spmm", "gs_csr_spmm", (dtype, indptr.dtype))
     kernel((_blocks(m * n),), (_THREADS,),
-           (indptr, indices, cupy.ascontiguousarray(data), b, target, np.int64(m), np.int64(n),
-            _scalar(alpha, dtype), _scalar(beta, dtype), np.int32(beta != 0)))
+           (indptr, indices, cupy.ascontiguousarray(data), np.int64(indices.size), b, np.int64(b.shape[0]),
+            target, np.int64(m), np.int64(n), _scalar(alpha, dtype), _scalar(beta, dtype), np.int32(beta != 0)))
     if target is not out:
         out[...] = target
 
@@ -147,14 +157,16 @@ def spmm(indptr, indices, data, shape, b, out, alpha=1, beta=0, trans="N"):
 def spmm_reduce(indptr, indices, data, shape, b, op):
     """Canonical CSR of ``shape``; b (k, n) C-contiguous of data's dtype; op in sum/mean/max/min; not validated."""
     m, n = int(shape[0]), int(b.shape[1])
+    if b.shape[0] == 0 or indices.shape[0] == 0:  # no term to read: every row is empty
+        return cupy.zeros((m, n), dtype=data.dtype)
     out = cupy.empty((m, n), dtype=data.dtype)
     if out.size == 0:
         return out
     indptr, indices = _index_pair(indptr, indices)
     kernel = get_function("spmm", "gs_csr_spmm_reduce", (data.dtype, indptr.dtype, _REDUCE_CODES[op]))
     kernel((_blocks(m * n),), (_THREADS,),
-           (indptr, indices, cupy.ascontiguousarray(data), cupy.ascontiguousarray(b), out,
-            np.int64(m), np.int64(n)))
+           (indptr, indices, cupy.ascontiguousarray(data), np.int64(indices.size), cupy.ascontiguousarray(b),
+            np.int64(b.shape[0]), out, np.int64(m), np.int64(n)))
     return out
 
 
@@ -163,6 +175,8 @@ def sddmm(indptr, indices, a, bt, alpha=1):
     from gpusparse._kernels import cuda as k
     nnz = int(indices.shape[0])
     dtype = a.dtype
+    if a.shape[0] == 0 or bt.shape[0] == 0:  # no row to read: every product is empty
+        return cupy.zeros(nnz, dtype=dtype)
     out = cupy.empty(nnz, dtype=dtype)
     if nnz == 0:
         return out
@@ -172,8 +186,8 @@ def sddmm(indptr, indices, a, bt, alpha=1):
         indices = indices.astype(_I64)
     kernel = get_function("sddmm", "gs_sddmm", (dtype, indices.dtype))
     kernel((_blocks(nnz * 32),), (_THREADS,),
-           (rows, indices, cupy.ascontiguousarray(a), cupy.ascontiguousarray(bt), np.int64(nnz),
-            np.int64(a.shape[1]), _scalar(alpha, dtype), out))
+           (rows, indices, cupy.ascontiguousarray(a), np.int64(a.shape[0]), cupy.ascontiguousarray(bt),
+            np.int64(bt.shape[0]), np.int64(nnz), np.int64(a.shape[1]), _scalar(alpha, dtype), out))
     return out
 
 
@@ -186,15 +200,24 @@ def _empty_product(m, dtype):
 
 
 def _spgemm_esc(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape):
-    """Expand every product term, radix-sort the terms by (row, column), sum the runs."""
+    """Expand every product term, radix-sort the terms by (row, column), sum the runs.
+
+    Safe whatever the structures hold: A's rows come from ``expand`` (in
+    range), its columns are clipped into ``[0, k)``, B's pointers into
+    ``[0, nnz_b]`` with empty rows where an end precedes its start (so at
+    most ``nnz_a * nnz_b`` terms, never a negative count), and the sort
+    clips the product keys into ``[0, m * n)``.
+    """
     from gpusparse._kernels import cuda as k
-    m, _, n = (int(s) for s in shape)
-    nnz_a = int(a_indices.shape[0])
+    m, k_dim, n = (int(s) for s in shape)
+    nnz_a, nnz_b = int(a_indices.shape[0]), int(b_indices.shape[0])
+    if m == 0 or n == 0 or k_dim == 0 or b_indptr.size < 2:  # no product term can exist
+        return _empty_product(m, a_data.dtype)
     a_rows = k.expand(a_indptr, nnz_a)
-    a_cols = a_indices.astype(_I64)
-    b_ptr = b_indptr.astype(_I64)
-    starts = b_ptr[a_cols]
-    counts = b_ptr[a_cols + 1] - starts
+    a_cols = cupy.clip(a_indices.astype(_I64), 0, min(k_dim, b_indptr.size - 1) - 1)
+    b_ptr = cupy.clip(b_indptr.astype(_I64), 0, nnz_b)
+    starts = cupy.take(b_ptr, a_cols)
+    counts = cupy.maximum(cupy.take(b_ptr, a_cols + 1) - starts, 0)
     ptr = cupy.zeros(nnz_a + 1, dtype=_I64)
     cupy.cumsum(counts, out=ptr[1:])
     total = int(ptr[-1])  # the number of product terms (spgemm may synchronise)
@@ -204,9 +227,9 @@ def _spgemm_esc(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape)
     src_b = cupy.take(starts, src_a) + (cupy.arange(total, dtype=_I64) - cupy.take(ptr, src_a))
     keys = cupy.take(a_rows, src_a) * n + cupy.take(b_indices, src_b).astype(_I64)
     values = cupy.take(a_data, src_a) * cupy.take(b_data, src_b)
-    sorted_keys, perm = k.sort_pairs(keys, None, max(m * n - 1, 0).bit_length())
+    sorted_keys, perm = k._sort_pairs(keys, None, max(m * n - 1, 0).bit_length(), m * n - 1)
     ids = k.segment_ids(sorted_keys)
-    n_out = int(ids[-1]) + 1  # the output size
+    n_out = min(int(ids[-1]) + 1, total)  # the output size (run heads: at most the terms)
     seg = k.segment_starts(ids, n_out)
     out_values = k.segment_reduce(values.reshape(-1, 1), seg, "sum", perm).reshape(-1)
     out_keys = cupy.take(sorted_keys, seg[:-1])

@@ -211,17 +211,21 @@ def all_kernels() -> "tuple[tuple[str, str, tuple], ...]":
         specs.append(("segment", "gs_sortedness", (idx,)))
         specs.append(("segment", "gs_segment_head_counts", (idx,)))
         specs.append(("segment", "gs_segment_ids_scan", (idx,)))
-        specs.append(("segment", "gs_segment_starts", (idx,)))
     for dt in VALUE_DTYPES:
         for code in OP_CODES.values():
             specs.append(("segment", "gs_segment_reduce", (dt, code)))
             specs.append(("segment", "gs_segment_reduce_fixup", (dt, code)))
+            specs.append(("segment", "gs_segment_reduce_fallback", (dt, code)))
+    # gs_compress<rows, indptr>: compress (int64 rows) and segment_starts (int32/int64 ids)
     for idx in INDEX_DTYPES:
-        specs.append(("compress", "gs_compress", (idx,)))
+        specs.append(("compress", "gs_compress", (i64, idx)))
+    specs.append(("compress", "gs_compress", (np.dtype(np.int32), i64)))
+    for idx in INDEX_DTYPES:
         specs.append(("compress", "gs_expand", (idx,)))
     for word in WORD_DTYPES:
         specs.append(("scatter", "gs_scatter_rows", (word,)))
         specs.append(("scatter", "gs_gather_rows", (word,)))
+        specs.append(("scatter", "gs_take_columns", (word,)))
     for word in WORD_DTYPES:
         specs.append(("select", "gs_copy_segments", (word,)))
     for idx in INDEX_DTYPES:

@@ -23,7 +23,11 @@ _HOW = {"union": 0, "intersection": 1}
 
 
 def merge_sorted(a_keys, b_keys, how):
-    """a_keys (na,), b_keys (nb,) int64, each strictly increasing; not validated."""
+    """a_keys (na,), b_keys (nb,) int64, each strictly increasing; not validated.
+
+    Other keys give some merge of the two (unspecified) with ``count`` at
+    most the capacity, every write inside the outputs.
+    """
     if how not in _HOW:
         raise ValueError(f"how must be 'union' or 'intersection', got {how!r}")
     code = _HOW[how]
@@ -48,5 +52,7 @@ def merge_sorted(a_keys, b_keys, how):
     offsets = cupy.zeros(n_tiles + 1, dtype=_I64)
     cupy.cumsum(counts, out=offsets[1:])
     write = get_function("merge", "gs_merge_write", (_I64, code))
-    write((n_tiles,), (_THREADS,), (a, b, cuts, offsets, keys, a_index, b_index))
-    return keys, a_index, b_index, offsets[n_tiles]
+    write((n_tiles,), (_THREADS,), (a, b, cuts, offsets, np.int64(capacity), keys, a_index, b_index))
+    # At most ``capacity`` outputs for strictly increasing keys; keys that are
+    # not can count more, whose writes the kernel dropped.
+    return keys, a_index, b_index, cupy.minimum(offsets[n_tiles], capacity)

@@ -22,7 +22,11 @@ _OPS = ("sum", "prod", "min", "max", "any", "all")
 
 
 def reduce_by_key(keys, values, n_out, op, with_counts=True):
-    """keys (n,) int32/int64 in [0, n_out); values (n, w); not validated."""
+    """keys (n,) int32/int64 in [0, n_out); values (n, w); not validated.
+
+    Keys out of range count in the nearest group (the sort clips them as it
+    loads them, as a histogram clips its buckets).
+    """
     from gpusparse._kernels import cuda as k
     if op not in _OPS:
         raise ValueError(f"op must be one of {_OPS}, got {op!r}")
@@ -37,7 +41,7 @@ def reduce_by_key(keys, values, n_out, op, with_counts=True):
     # entries, which segment_reduce fills with the op's identity): no
     # scatter, so no run of the output is written twice and nothing is
     # sized by n when n_out is smaller.
-    sorted_keys, perm = k.sort_pairs(keys, None, max(n_out - 1, 0).bit_length())
+    sorted_keys, perm = k._sort_pairs(keys, None, max(n_out - 1, 0).bit_length(), n_out - 1)
     starts = cupy.searchsorted(sorted_keys, cupy.arange(n_out + 1, dtype=_I64), side="left")
     out = k.segment_reduce(values, starts, op, perm)
     return out, ((starts[1:] - starts[:-1]) if with_counts else None)

@@ -19,7 +19,11 @@ def _as_words(arr):
 
 
 def copy_segments(values, src_starts, dst_starts, lengths, out, values2=None, out2=None):
-    """values (m, w), out (n, w) C-contiguous, one dtype; runs in bounds, destinations disjoint; not validated."""
+    """values (m, w), out (n, w) C-contiguous, one dtype; runs in bounds, destinations disjoint; not validated.
+
+    Items whose destination row lies outside ``out`` are dropped; a source
+    row outside ``values`` reads the nearest one (clipped; 0 when ``m == 0``).
+    """
     if values2 is not None:
         copy_segments(values2, src_starts, dst_starts, lengths, out2)
     if not out.flags.c_contiguous:
@@ -34,13 +38,16 @@ def copy_segments(values, src_starts, dst_starts, lengths, out, values2=None, ou
     src, dst = _as_words(values), _as_words(out)
     blocks = min(_MAX_BLOCKS, -(-n_segments // _WARPS_PER_BLOCK))
     kernel = get_function("select", "gs_copy_segments", (src.dtype,))
-    kernel((blocks,), (_THREADS,), (src, src_starts, dst_starts, lengths, np.int64(n_segments),
-                                    np.int64(src.shape[1]), dst))
+    kernel((blocks,), (_THREADS,), (src, np.int64(values.shape[0]), src_starts, dst_starts, lengths,
+                                    np.int64(n_segments), np.int64(src.shape[1]), np.int64(out.shape[0]), dst))
     return None
 
 
 def segment_search(keys, starts, ends, values, side="left"):
-    """keys (n,) int32/int64 sorted within each [starts[i], ends[i]); values (s,) int64; not validated."""
+    """keys (n,) int32/int64 sorted within each [starts[i], ends[i]); values (s,) int64; not validated.
+
+    Segments are clipped to ``[0, n]`` (an end before its start: empty).
+    """
     n_segments = int(starts.size)
     out = cupy.empty(n_segments, dtype=_I64)
     if n_segments == 0:
@@ -53,7 +60,8 @@ def segment_search(keys, starts, ends, values, side="left"):
     values = cupy.ascontiguousarray(values, dtype=_I64)
     kernel = get_function("select", "gs_segment_search", (keys.dtype,))
     kernel((-(-n_segments // _THREADS),), (_THREADS,),
-           (keys, starts, ends, values, np.int64(n_segments), np.int32(side == "right"), out))
+           (keys, np.int64(keys.size), starts, ends, values, np.int64(n_segments), np.int32(side == "right"),
+            out))
     return out
 
 
@@ -62,11 +70,14 @@ def bucket_order(keys, n_buckets):
 
     The stable radix sort (``sort_pairs``) on the bucket bits and
     ``compress`` of the sorted keys: the GPU's sort is already one
-    onesweep-style pass per digit, so no counting kernel of its own.
+    onesweep-style pass per digit, so no counting kernel of its own. Keys
+    out of range are clipped (the sort clips them as it loads them), so
+    ``perm`` is a permutation whatever they hold.
     """
     from gpusparse._kernels import cuda
-    bits = max(int(n_buckets) - 1, 0).bit_length()
-    sorted_keys, perm = cuda.sort_pairs(keys, None, bits)
+    n_buckets = max(int(n_buckets), 0)
+    bits = max(n_buckets - 1, 0).bit_length()
+    sorted_keys, perm = cuda._sort_pairs(keys, None, bits, n_buckets - 1)
     dest = cupy.empty_like(perm)
     dest[perm] = cupy.arange(perm.size, dtype=_I64)
-    return dest, cuda.compress(sorted_keys, int(n_buckets), _I64)
+    return dest, cuda.compress(sorted_keys, n_buckets, _I64)

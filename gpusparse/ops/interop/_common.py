@@ -132,6 +132,20 @@ def require_host(x, peer: str) -> None:
         )
 
 
+def require_valid(x, peer: str) -> None:
+    """Validate ``x`` (:meth:`~gpusparse.SparseArray.check`) before another library takes its components.
+
+    The receiving library trusts what it is given (SciPy's, torch's and
+    cuSPARSE's kernels index memory with the coordinates), while ``x``
+    may have been built with ``check=False`` or its buffers changed since:
+    one pass over the components, and the error names the peer.
+    """
+    try:
+        x.check()
+    except ValueError as exc:
+        raise ValueError(f"x cannot be handed to {peer}: {exc}") from None
+
+
 def require_zero_fill(x, peer: str) -> None:
     """``ValueError`` unless ``x.fill_value`` is 0: the peer has no fill value."""
     fill = x.fill_value
@@ -196,7 +210,7 @@ def order_state(coords, sparse_shape, device) -> int:
         return 1
     k, xp = kernels_for(device), xp_for(device)
     with device_scope(device):
-        rows = [k.linearize(coords[a:b], canonical.c_strides(sparse_shape[a:b]))
+        rows = [k.linearize(coords[a:b], sparse_shape[a:b])
                 for a, b in canonical.key_groups(sparse_shape)]
         keys = rows[0] if len(rows) == 1 else xp.stack(rows)
         return int(to_host(k.sortedness(keys)))  # sync: which flags are honest

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpusparse.ops.interop._common import (
+    require_valid,
     check_copy,
     from_scipy_layout,
     loaded,
@@ -127,6 +128,7 @@ def to_cupyx(x, *, copy=None, kind="matrix"):
         raise ValueError(f"x is on {x.device} but cupyx arrays live on a CUDA device; move it "
                          "explicitly with x.to('cuda') first")
     require_zero_fill(x, "cupyx")
+    require_valid(x, "cupyx")
     if x.ndim != 2 or x.dense_dim:
         raise ValueError(f"cupyx holds 2-d arrays without dense dimensions; x has shape {x.shape} "
                          f"with {x.sparse_dim} sparse dimensions")

@@ -19,6 +19,7 @@ import numpy as np
 from gpusparse._components import to_array
 from gpusparse._device import array_device, device_scope, to_host, xp_for
 from gpusparse.ops.interop._common import (
+    require_valid,
     check_copy,
     finish_import,
     loaded,
@@ -187,6 +188,7 @@ def to_jax(x, *, copy=None):
     copy = check_copy(copy)
     refuse(copy, "JAX arrays are immutable, so to_jax always copies into new JAX arrays")
     require_zero_fill(x, "JAX")
+    require_valid(x, "JAX")
     x64 = _x64_enabled(jax)
     if not x64 and x.dtype in _WIDE:
         raise TypeError(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpusparse.ops.interop._common import (
+    require_valid,
     check_copy,
     expand_dense_dims,
     finish_import,
@@ -135,6 +136,7 @@ def to_pydata(x, *, copy=None):
     from gpusparse.ops import convert
     copy = check_copy(copy)
     require_host(x, "pydata sparse")
+    require_valid(x, "pydata sparse")
     original = convert.components(x)
     if x.dense_dim:
         refuse(copy, "pydata has no dense dimensions, so they become sparse ones")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpusparse.ops.interop._common import (
+    require_valid,
     check_copy,
     from_scipy_layout,
     loaded,
@@ -123,6 +124,7 @@ def to_scipy(x, *, copy=None, kind="array"):
         raise ValueError(f"kind must be one of {_KINDS}, got {kind!r}")
     require_host(x, "SciPy")
     require_zero_fill(x, "SciPy")
+    require_valid(x, "SciPy")
     if x.dense_dim:
         raise ValueError(
             f"SciPy has no dense dimensions, but x has {x.dense_dim} (shape {x.shape}, "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from gpusparse._components import to_array
 from gpusparse.ops.interop._common import (
+    require_valid,
     check_copy,
     finish_import,
     loaded,
@@ -171,6 +172,7 @@ def to_torch(x, *, copy=None):
     from gpusparse.ops import convert
     copy = check_copy(copy)
     require_zero_fill(x, "torch")
+    require_valid(x, "torch")
     if copy:
         x = convert.copy(x)
     tensors = tuple(torch.from_dlpack(a) for a in convert.components(x))
