@@ -540,17 +540,27 @@ def _gather_rows(indptr, rows, arrays, k, xp):
     Returns ``(new_indptr, gathered)``: ``copy_segments`` moves the arrays
     two at a time, no per-entry position array.
     """
-    starts, ends = _row_bounds(indptr, rows, xp)
+    starts, ends = _row_bounds(indptr, rows, int(arrays[-1].shape[0]), xp)
     counts = ends - starts
     new_indptr = k.offsets(counts)
     total = int(to_host(new_indptr[-1:])[0])  # sync: size of the output
     return new_indptr, _copy_runs(arrays, starts, new_indptr[:-1], counts, total, k, xp)
 
 
-def _row_bounds(indptr, rows, xp):
-    """Start and end (int64) of the entries of ``rows`` (an int64 array)."""
+def _row_bounds(indptr, rows, nnz, xp):
+    """Start and end (int64) of the entries of ``rows`` (an int64 array), ``start <= end``.
+
+    Pointers are clipped to ``[0, nnz]`` and a decreasing pair gives an empty
+    row (the memory-safety contract), so that output sizes computed from them
+    never exceed what the entries allow, whatever ``indptr`` holds.
+    """
     ptr = indptr.astype(np.int64, copy=False)
-    return xp.take(ptr, rows), xp.take(ptr, rows + 1)
+    return _clip_bounds(xp.take(ptr, rows), xp.take(ptr, rows + 1), nnz, xp)
+
+
+def _clip_bounds(begin, end, nnz, xp):
+    begin = xp.clip(begin, 0, nnz)
+    return begin, xp.maximum(xp.clip(end, 0, nnz), begin)
 
 
 def _copy_runs(arrays, src_starts, dst_starts, lengths, total, k, xp):
@@ -600,14 +610,14 @@ def _compressed_fast(x, spec: _Key):
             indptr, indices, data = _major_range(x, start, start + length, xp)
         elif step == 1:
             ptr = x.indptr.astype(np.int64, copy=False)
-            begin, end = ptr[start: start + length], ptr[start + 1: start + length + 1]
+            begin, end = _clip_bounds(ptr[start: start + length], ptr[start + 1: start + length + 1], x.nnz, xp)
         else:
             rows = xp.arange(start, start + step * length, step, dtype=np.int64)[:length]
-            begin, end = _row_bounds(x.indptr, rows, xp)
+            begin, end = _row_bounds(x.indptr, rows, x.nnz, xp)
     else:
         rows = item_major.payload
         n_major = int(rows.shape[0])
-        begin, end = _row_bounds(x.indptr, rows, xp)
+        begin, end = _row_bounds(x.indptr, rows, x.nnz, xp)
     searched = False
     if begin is not None:
         if not minor_full and mstep == 1:  # a column range of sorted rows: binary searches

@@ -300,6 +300,9 @@ def take_columns(values, index):
     One parallel pass (``numpy.take(values, index, axis=1)`` runs on one
     thread, element by element along the rows).
     """
+    if values.dtype.kind == "c":  # a complex column is two words wide: move the parts
+        parts = [take_columns(np.ascontiguousarray(part), index) for part in (values.real, values.imag)]
+        return (parts[0] + 1j * parts[1]).astype(values.dtype)
     out = empty((values.shape[0], index.size), dtype=values.dtype)
     if values.shape[1] == 0:
         out[...] = 0

@@ -131,22 +131,23 @@ def _prefetch_distance(indptr, indices, n) -> int:
 # reading CSR structure whatever it holds
 # --------------------------------------------------------------------------
 #
-# The kernels below walk rows through ``_row_start`` / ``_row_end`` and read
-# columns through ``_column``: for a valid CSR structure they are plain
-# reads; for any other (``check=False``, buffers changed after construction)
-# pointers are clipped into [0, nnz] and each row starts where the previous
-# one ended (so a range of rows reads each position once at most), and a
-# column index out of range reads the nearest row of the dense operand.
+# The kernels below walk rows through ``_row_range`` and read columns
+# through ``_column``: for a valid CSR structure they are plain reads; for
+# any other (``check=False``, buffers changed after construction) pointers
+# are clipped into [0, nnz], a row is [lo, max(lo, hi)), and a column index
+# out of range reads the nearest row of the dense operand (the CUDA kernels
+# do the same).
 
 @jit()
-def _row_start(indptr, lo, nnz):
-    return min(max(np.int64(indptr[lo]), 0), nnz)
+def _clip_pointer(indptr, r, nnz):
+    return min(max(np.int64(indptr[r]), 0), nnz)
 
 
 @jit()
-def _row_end(indptr, r, start, nnz):
-    """End of row r's positions, given that it starts at ``start``."""
-    return max(start, min(max(np.int64(indptr[r + 1]), 0), nnz))
+def _row_range(indptr, r, nnz):
+    """Positions [lo, hi) of row r: pointers clipped into [0, nnz], never a negative length."""
+    lo = _clip_pointer(indptr, r, nnz)
+    return lo, max(lo, _clip_pointer(indptr, r + 1, nnz))
 
 
 @jit()
@@ -293,9 +294,8 @@ def _spmv(indptr, indices, data, x, y, alpha, beta, zero, part, lo, hi):
     # spare the negative-index checks.
     nnz = data.shape[0]
     last = np.uintp(x.shape[0] - 1)
-    start = _row_start(indptr, lo, nnz)
     for r in range(lo, hi):
-        end = _row_end(indptr, r, start, nnz)
+        start, end = _row_range(indptr, r, nnz)
         acc = zero
         for p in range(np.uintp(start), np.uintp(end)):
             acc += data[p] * x[_column(indices, p, last)]
@@ -303,7 +303,6 @@ def _spmv(indptr, indices, data, x, y, alpha, beta, zero, part, lo, hi):
             y[r] = alpha * acc
         else:
             y[r] = alpha * acc + beta * y[r]
-        start = end
 
 
 @jit()
@@ -312,13 +311,11 @@ def _spmv_t(indptr, indices, data, x, partial, part, lo, hi):
     mine = partial[part]
     nnz = data.shape[0]
     last = np.uintp(mine.shape[0] - 1)
-    start = _row_start(indptr, lo, nnz)
     for r in range(lo, hi):
         v = x[r]
-        end = _row_end(indptr, r, start, nnz)
+        start, end = _row_range(indptr, r, nnz)
         for p in range(start, end):
             mine[_column(indices, p, last)] += data[p] * v
-        start = end
 
 
 @jit()
@@ -370,8 +367,7 @@ def _spmm_n(indptr, indices, data, b, out, alpha, beta, zero, ahead, part, lo, h
     n = b.shape[1]
     nnz = data.shape[0]
     last_row = np.uintp(b.shape[0] - 1)
-    start = _row_start(indptr, lo, nnz)
-    last = max(start, min(np.int64(indptr[hi]), nnz))
+    last = _clip_pointer(indptr, hi, nnz)  # prefetches stay below the range's last entry
     for r in range(lo, hi):
         row = out[r]
         if beta == zero:
@@ -380,7 +376,7 @@ def _spmm_n(indptr, indices, data, b, out, alpha, beta, zero, ahead, part, lo, h
         else:
             for j in range(n):
                 row[j] *= beta
-        end = _row_end(indptr, r, start, nnz)
+        start, end = _row_range(indptr, r, nnz)
         for p in range(start, end):
             if ahead and p + ahead < last:
                 k = _column(indices, p + ahead, last_row)
@@ -390,7 +386,6 @@ def _spmm_n(indptr, indices, data, b, out, alpha, beta, zero, ahead, part, lo, h
             src = b[_column(indices, p, last_row)]
             for j in range(n):
                 row[j] += v * src[j]
-        start = end
 
 
 @jit()
@@ -400,16 +395,14 @@ def _spmm_t(indptr, indices, data, b, partial, part, lo, hi):
     n = b.shape[1]
     nnz = data.shape[0]
     last = np.uintp(mine.shape[0] // max(n, 1) - 1)
-    start = _row_start(indptr, lo, nnz)
     for r in range(lo, hi):
         src = b[r]
-        end = _row_end(indptr, r, start, nnz)
+        start, end = _row_range(indptr, r, nnz)
         for p in range(start, end):
             v = data[p]
             base = _column(indices, p, last) * np.uintp(n)
             for j in range(n):
                 mine[base + np.uintp(j)] += v * src[j]
-        start = end
 
 
 def spmm(indptr, indices, data, shape, b, out, alpha=1, beta=0, trans="N"):
@@ -461,11 +454,9 @@ def _spmm_reduce(indptr, indices, data, b, out, op, identity, zero, part, lo, hi
     nnz = data.shape[0]
     last = np.uintp(b.shape[0] - 1)
     term = np.empty(1, dtype=out.dtype)
-    end = _row_start(indptr, lo, nnz)
     for r in range(lo, hi):
         row = out[r]
-        start = end
-        end = _row_end(indptr, r, start, nnz)
+        start, end = _row_range(indptr, r, nnz)
         if start == end:
             for j in range(n):
                 row[j] = zero
@@ -520,15 +511,13 @@ def _spgemm_count(a_indptr, a_indices, b_indptr, b_indices, n_cols, counts, part
     seen = np.full(n_cols, -1, dtype=np.int64)
     a_nnz, b_nnz = a_indices.shape[0], b_indices.shape[0]
     k_last, j_last = np.uintp(b_indptr.shape[0] - 2), np.uintp(n_cols - 1)
-    a_end = _row_start(a_indptr, lo, a_nnz)
     for r in range(lo, hi):
         c = 0
-        a_start = a_end
-        a_end = _row_end(a_indptr, r, a_start, a_nnz)
+        a_start, a_end = _row_range(a_indptr, r, a_nnz)
         for p in range(a_start, a_end):
             k = _column(a_indices, p, k_last)
-            b_start = _row_start(b_indptr, k, b_nnz)
-            for q in range(b_start, _row_end(b_indptr, k, b_start, b_nnz)):
+            b_start, b_end = _row_range(b_indptr, k, b_nnz)
+            for q in range(b_start, b_end):
                 j = _column(b_indices, q, j_last)
                 if seen[j] != r:
                     seen[j] = r
@@ -589,18 +578,16 @@ def _spgemm_fill(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data,
     counts = np.empty(256, dtype=np.int64)
     a_nnz, b_nnz = a_indices.shape[0], b_indices.shape[0]
     k_last, j_last = np.uintp(b_indptr.shape[0] - 2), np.uintp(n_cols - 1)
-    a_end = _row_start(a_indptr, lo, a_nnz)
     for r in range(lo, hi):
         start = c_indptr[r]
         stop = c_indptr[r + 1]
         used = start
-        a_start = a_end
-        a_end = _row_end(a_indptr, r, a_start, a_nnz)
+        a_start, a_end = _row_range(a_indptr, r, a_nnz)
         for p in range(a_start, a_end):
             k = _column(a_indices, p, k_last)
             v = a_data[p]
-            b_start = _row_start(b_indptr, k, b_nnz)
-            for q in range(b_start, _row_end(b_indptr, k, b_start, b_nnz)):
+            b_start, b_end = _row_range(b_indptr, k, b_nnz)
+            for q in range(b_start, b_end):
                 j = _column(b_indices, q, j_last)
                 if mark[j] != r:
                     if used == stop:  # only if A or B changed since the counting pass
@@ -649,11 +636,10 @@ def _sddmm(indptr, indices, a, bt, alpha, out, zero, ahead, part, lo, hi):
     k = a.shape[1]
     nnz = out.shape[0]
     last_row = np.uintp(bt.shape[0] - 1)
-    start = _row_start(indptr, lo, nnz)
-    last = max(start, min(np.int64(indptr[hi]), nnz))
+    last = _clip_pointer(indptr, hi, nnz)  # prefetches stay below the range's last entry
     for r in range(lo, hi):
         left = a[r]
-        end = _row_end(indptr, r, start, nnz)
+        start, end = _row_range(indptr, r, nnz)
         for p in range(start, end):
             if ahead and p + ahead < last:
                 c = _column(indices, p + ahead, last_row)
@@ -664,7 +650,6 @@ def _sddmm(indptr, indices, a, bt, alpha, out, zero, ahead, part, lo, hi):
             for j in range(k):
                 acc += left[j] * right[j]
             out[p] = alpha * acc
-        start = end
 
 
 def sddmm(indptr, indices, a, bt, alpha=1):

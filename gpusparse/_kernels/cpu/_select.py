@@ -11,18 +11,46 @@ from gpusparse._kernels.cpu._common import PARALLEL_MIN, empty
 # Indices are cast to uint64 inside the loops: Numba then skips the
 # negative-index wraparound on every access, which lets the copies vectorise
 # (2-3x faster than int64 indexing for the short runs of sparse rows). Runs
-# are spread over the threads (prange). Each run is clipped to both buffers
-# first (_clip_run), once per run, so no value of the starts and lengths
-# reaches outside them.
+# are spread over the threads (prange). Whatever the starts and lengths
+# hold, a run writes only the items whose destination row lies in ``out``
+# (the others are dropped) and reads each from its source row clipped into
+# ``values`` (as the CUDA kernel does); _window finds those items once per
+# run, and a run whose sources all lie in ``values`` (every valid one) is
+# copied by the contiguous loops.
 
 
 @jit()
-def _clip_run(src, dst, length, n_src, n_dst):
-    """(src, dst, length) of a run of rows clipped to n_src source and n_dst destination rows."""
-    src = min(max(src, 0), n_src)
-    dst = min(max(dst, 0), n_dst)
-    length = max(min(length, n_src - src, n_dst - dst), 0)
-    return uint64(src), uint64(dst), uint64(length)
+def _window(src, dst, length, n_src, n_dst):
+    """Items [j0, j1) of a run whose destination row lies in [0, n_dst), and whether their sources lie in [0, n_src).
+
+    Every sum is formed only where it cannot overflow int64, so extreme
+    starts and lengths give an empty or clipped window, never a wrapped one.
+    """
+    if length <= 0 or dst >= n_dst:
+        return 0, 0, True
+    end = dst + length if dst <= 0 or length <= n_dst - dst else n_dst  # dst + length, saturated
+    if end <= 0:
+        return 0, 0, True
+    j0 = -dst if dst < 0 else 0
+    j1 = min(end, n_dst) - dst
+    inside = -2**62 <= src < n_src and j0 >= -src and j1 <= n_src - src
+    return j0, j1, inside
+
+
+@jit()
+def _copy_clipped(values, out, src, dst, j0, j1, width, n_src):
+    # The slow path of a malformed run: one row at a time, source clipped.
+    for j in range(j0, j1):
+        if n_src <= 0:
+            row = -1
+        elif src >= n_src or (src > 0 and j > n_src - src):
+            row = n_src - 1
+        else:
+            row = min(max(src + j, 0), n_src - 1)
+        d = uint64(dst + j) * uint64(width)
+        for e in range(uint64(width)):
+            out[d + e] = values[uint64(row) * uint64(width) + e] if row >= 0 else 0
+
 
 @jit(parallel=True)
 def _copy_segments(values, src_starts, dst_starts, lengths, width, out):
@@ -30,10 +58,13 @@ def _copy_segments(values, src_starts, dst_starts, lengths, width, out):
     w = uint64(width)
     n_src, n_dst = values.size // width, out.size // width
     for s in prange(lengths.size):
-        src, dst, n = _clip_run(src_starts[s], dst_starts[s], lengths[s], n_src, n_dst)
-        src *= w
-        dst *= w
-        for e in range(n * w):
+        j0, j1, inside = _window(src_starts[s], dst_starts[s], lengths[s], n_src, n_dst)
+        if not inside:
+            _copy_clipped(values, out, src_starts[s], dst_starts[s], j0, j1, width, n_src)
+            continue
+        src = uint64(src_starts[s] + j0) * w
+        dst = uint64(dst_starts[s] + j0) * w
+        for e in range(uint64(j1 - j0) * w):
             out[dst + e] = values[src + e]
 
 
@@ -45,7 +76,14 @@ def _copy_segments_pair(values, values2, src_starts, dst_starts, lengths, width,
     n_src = min(values.size // max(width, 1), values2.size // max(width2, 1))
     n_dst = min(out.size // max(width, 1), out2.size // max(width2, 1))
     for s in prange(lengths.size):
-        src, dst, n = _clip_run(src_starts[s], dst_starts[s], lengths[s], n_src, n_dst)
+        j0, j1, inside = _window(src_starts[s], dst_starts[s], lengths[s], n_src, n_dst)
+        if not inside:
+            _copy_clipped(values, out, src_starts[s], dst_starts[s], j0, j1, width, n_src)
+            _copy_clipped(values2, out2, src_starts[s], dst_starts[s], j0, j1, width2, n_src)
+            continue
+        src = uint64(src_starts[s] + j0)
+        dst = uint64(dst_starts[s] + j0)
+        n = uint64(j1 - j0)
         for e in range(n * w):
             out[dst * w + e] = values[src * w + e]
         for e in range(n * w2):
@@ -57,7 +95,14 @@ def _copy_pair_unit(values, values2, src_starts, dst_starts, lengths, out, out2)
     # _copy_segments_pair for rows of one word each (indices and scalar values)
     n_src, n_dst = min(values.size, values2.size), min(out.size, out2.size)
     for s in prange(lengths.size):
-        src, dst, n = _clip_run(src_starts[s], dst_starts[s], lengths[s], n_src, n_dst)
+        j0, j1, inside = _window(src_starts[s], dst_starts[s], lengths[s], n_src, n_dst)
+        if not inside:
+            _copy_clipped(values, out, src_starts[s], dst_starts[s], j0, j1, 1, n_src)
+            _copy_clipped(values2, out2, src_starts[s], dst_starts[s], j0, j1, 1, n_src)
+            continue
+        src = uint64(src_starts[s] + j0)
+        dst = uint64(dst_starts[s] + j0)
+        n = uint64(j1 - j0)
         for e in range(n):
             out[dst + e] = values[src + e]
         for e in range(n):
@@ -77,7 +122,8 @@ def _words(arr):
 def copy_segments(values, src_starts, dst_starts, lengths, out, values2=None, out2=None):
     """values (m, w), out (n, w) C-contiguous, one dtype; runs in bounds, destinations disjoint; not validated.
 
-    Runs reaching outside ``values`` or ``out`` are clipped to them.
+    Items whose destination lies outside ``out`` are dropped; a source
+    row outside ``values`` reads the nearest one (0 without rows).
 
     Writes ``out[dst_starts[s] + j] = values[src_starts[s] + j]`` for every
     segment ``s`` and ``0 <= j < lengths[s]`` (and the same for ``values2``

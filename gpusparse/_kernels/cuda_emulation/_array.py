@@ -59,7 +59,7 @@ def _allocate(shape, dtype) -> np.ndarray:
     shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
     if _EXACT:
         exact = np.empty(shape, dtype=dtype)
-        exact.view(np.uint8)[...] = GARBAGE_BYTE
+        exact.reshape(-1).view(np.uint8)[...] = GARBAGE_BYTE
         return exact
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     raw = np.empty(nbytes + 3 * _GUARD, dtype=np.uint8)
