@@ -5,6 +5,7 @@
 #   make kernels-check  compile every cuda_kernels/*.cu with nvcc (skipped without nvcc)
 #   make emulation-test  the CUDA tests on the CPU execution harness (no GPU needed)
 #   make emulation-memcheck  the same kernel tests with AddressSanitizer
+#   make fuzz         the fuzzers of tests/fuzz with a long budget (FUZZ_PROFILE=fuzz), statistics
 #   make wheel-check  sdist -> wheel from the sdist -> fresh venv -> check the install
 #   make pytest       pytest only (PYTEST_ARGS="-m 'not slow'" etc.)
 #   make bench        CPU/GPU benchmarks into benchmarks/results/
@@ -19,6 +20,7 @@ PYTHON      ?= python3
 VENV        ?= .venv
 EXTRAS      ?= test
 PYTEST_ARGS ?=
+FUZZ_PROFILE ?= fuzz
 DEMO_ARGS   ?=
 BENCH_ARGS  ?=
 
@@ -29,8 +31,8 @@ PKGCHECK := build/pkgcheck
 stamp     = $(VENV)/.installed-$(subst $(comma),-,$(1))
 
 .DEFAULT_GOAL := help
-.PHONY: help venv demo test kernels-check wheel-check pytest emulation-test emulation-memcheck bench gpu-report \
-	clean distclean
+.PHONY: help venv demo test kernels-check wheel-check pytest emulation-test emulation-memcheck fuzz bench \
+	gpu-report clean distclean
 
 help:
 	@sed -n '/^#/!q; s/^# \{0,1\}//p' Makefile
@@ -77,6 +79,14 @@ emulation-test: $(call stamp,$(EXTRAS))
 emulation-memcheck: $(call stamp,$(EXTRAS))
 	LD_PRELOAD="$$($${CXX:-g++} -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0 \
 		GPUSPARSE_CUDA_EMULATION=asan $(BIN)/python -m pytest -m gpu tests/kernels $(PYTEST_ARGS)
+
+# Stateful differential fuzzing and malformed-input fuzzing with the long
+# Hypothesis profile; prints Hypothesis' statistics and a summary line
+# (examples tried, failures found). The CUDA parametrisation runs where a GPU
+# is usable, e.g. `GPUSPARSE_CUDA_EMULATION=1 make fuzz`.
+fuzz: $(call stamp,$(EXTRAS))
+	GPUSPARSE_HYPOTHESIS_PROFILE=$(FUZZ_PROFILE) $(BIN)/python -m pytest tests/fuzz \
+		--hypothesis-show-statistics -p no:cacheprovider $(PYTEST_ARGS)
 
 bench: $(call stamp,bench)
 	MKL_RT="$${MKL_RT:-$$(ls $(abspath $(VENV))/lib/libmkl_rt.so* 2>/dev/null | head -n 1)}" \

@@ -39,7 +39,7 @@ def to_array(obj, argument: str):
     for a dtype it cannot carry.
     """
     if isinstance(obj, np.ndarray):
-        return _native(obj), True
+        return _native(_not_objects(obj, argument)), True
     if is_cupy_array(obj):
         return obj, True
     torch = sys.modules.get("torch")
@@ -61,7 +61,14 @@ def to_array(obj, argument: str):
         arr = np.asarray(obj)
     except Exception as exc:
         raise TypeError(f"{argument} must be array-like, got {type(obj).__name__}: {exc}") from None
-    return _native(arr), False
+    return _native(_not_objects(arr, argument)), False
+
+
+def _not_objects(arr: np.ndarray, argument: str) -> np.ndarray:
+    """``arr``, or ``TypeError`` naming ``argument`` for an array of Python objects (no device can hold one)."""
+    if arr.dtype == object:
+        raise TypeError(f"{argument} has dtype object (an array of Python objects); pass numbers")
+    return arr
 
 
 def _native(arr: np.ndarray) -> np.ndarray:

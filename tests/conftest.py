@@ -14,8 +14,9 @@ Hypothesis
 ----------
 Profiles: ``dev`` (the default: 30 examples, no deadline, since Numba
 compiles a kernel on its first call per dtype), ``ci`` (10 derandomised
-examples) and ``thorough`` (300 examples). Choose one with
-``GPUSPARSE_HYPOTHESIS_PROFILE=ci`` or pytest's ``--hypothesis-profile``.
+examples), ``thorough`` (300 examples) and ``fuzz`` (the long budget of
+``make fuzz``: 500 examples, stateful runs of up to 100 steps). Choose one
+with ``GPUSPARSE_HYPOTHESIS_PROFILE=ci`` or pytest's ``--hypothesis-profile``.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ settings.register_profile(
     "ci", deadline=None, max_examples=10, derandomize=True, suppress_health_check=_SLOW_CHECKS
 )
 settings.register_profile("thorough", deadline=None, max_examples=300, suppress_health_check=_SLOW_CHECKS)
+settings.register_profile(
+    "fuzz", deadline=None, max_examples=500, stateful_step_count=100, suppress_health_check=_SLOW_CHECKS
+)
 settings.load_profile(os.environ.get("GPUSPARSE_HYPOTHESIS_PROFILE", "dev"))
 
 

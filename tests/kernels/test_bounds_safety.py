@@ -219,6 +219,17 @@ def test_copy_segments_clips_sources_and_drops_destinations_item_by_item(device,
     np.testing.assert_array_equal(got, ref_copy_segments(values, out, src, dst, lengths))
 
 
+def test_copy_segments_pair_with_a_zero_width_second_array(device, k, rng):
+    # Entries without dense elements: the second array has rows of width 0,
+    # which must not limit the runs of the first.
+    values = rng.integers(0, 100, size=(6, 1)).astype(I64)
+    out = np.full((4, 1), -1, dtype=I64)
+    d_out, d_out2 = put(out, device), put(np.empty((4, 0)), device)
+    k.copy_segments(put(values, device), put(np.array([4, 0], I64), device), put(np.array([0, 2], I64), device),
+                    put(np.array([2, 2], I64), device), d_out, put(np.empty((6, 0)), device), d_out2)
+    np.testing.assert_array_equal(to_host(d_out)[:, 0], values[[4, 5, 0, 1], 0])
+
+
 def test_copy_segments_from_no_rows(device, k):
     values = np.empty((0, 2), dtype=I64)
     out = np.full((6, 2), -1, dtype=I64)

@@ -38,6 +38,13 @@ def _window(src, dst, length, n_src, n_dst):
 
 
 @jit()
+def _rows(flat, width):
+    # Rows of a flat array of rows of ``width`` words; a zero-width array
+    # (an entry without dense elements) limits nothing.
+    return flat.size // width if width > 0 else 2**62
+
+
+@jit()
 def _copy_clipped(values, out, src, dst, j0, j1, width, n_src):
     # The slow path of a malformed run: one row at a time, source clipped.
     for j in range(j0, j1):
@@ -73,8 +80,8 @@ def _copy_segments_pair(values, values2, src_starts, dst_starts, lengths, width,
     # Two arrays moved by the same runs in one pass: the cache misses of a
     # run's first rows in both arrays overlap instead of adding up.
     w, w2 = uint64(width), uint64(width2)
-    n_src = min(values.size // max(width, 1), values2.size // max(width2, 1))
-    n_dst = min(out.size // max(width, 1), out2.size // max(width2, 1))
+    n_src = min(_rows(values, width), _rows(values2, width2))
+    n_dst = min(_rows(out, width), _rows(out2, width2))
     for s in prange(lengths.size):
         j0, j1, inside = _window(src_starts[s], dst_starts[s], lengths[s], n_src, n_dst)
         if not inside:
