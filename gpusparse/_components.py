@@ -67,7 +67,7 @@ def to_array(obj, argument: str):
 def _not_objects(arr: np.ndarray, argument: str) -> np.ndarray:
     """``arr``, or ``TypeError`` naming ``argument`` for an array of Python objects (no device can hold one)."""
     if arr.dtype == object:
-        raise TypeError(f"{argument} has dtype object (an array of Python objects); pass numbers")
+        raise TypeError(f"{argument} has unsupported dtype object (an array of Python objects); pass numbers")
     return arr
 
 
