@@ -222,20 +222,14 @@ def check_array(x) -> None:
             check_coords(x._coords, x.shape, xp)
             claims = 2 if x.is_coalesced() else 1 if x.sorted else 0
             if claims and x.nnz > 1:
-                keys, _, state = canonical.sorted_keys(x._coords, x.shape[: x.sparse_dim], k, xp)
+                _, _, state = canonical.sorted_keys(x._coords, x.shape[: x.sparse_dim], k, xp)
                 if state < claims:
                     what = "sorted and unique (coalesced)" if claims == 2 else "sorted"
                     raise ValueError(f"x is flagged {what}, but its coordinates are not")
             return
         check_structure(x._indptr, x._indices, x.shape[1 - x._major_axis], xp)
-        if x.nnz > 1:
-            import math
-            if math.prod(x.shape[:2]) < 2**63:
-                keys = canonical.compressed_keys(x, k)
-            else:
-                keys = xp.stack([k.expand(x._indptr, x.nnz), x._indices.astype(np.int64)])
-            if int(to_host(k.sortedness(keys))) != 2:  # sync: validation
-                axis = "row" if x._major_axis == 0 else "column"
-                raise ValueError(
-                    f"indices must be sorted and unique within each {axis} (canonical {x.format.upper()})"
-                )
+        if not canonical.is_compressed_canonical(x):
+            axis = "row" if x._major_axis == 0 else "column"
+            raise ValueError(
+                f"indices must be sorted and unique within each {axis} (canonical {x.format.upper()})"
+            )

@@ -14,7 +14,7 @@ import numpy as np
 
 from gpusparse._device import device_scope, kernels_for, to_host, xp_for
 
-__all__ = ["coalesce", "make_compressed_canonical", "reorder", "sum_segments", "take_rows"]
+__all__ = ["coalesce", "is_compressed_canonical", "make_compressed_canonical", "reorder", "sum_segments", "take_rows"]
 
 _KEY_LIMIT = 2**63  # linear keys must stay below this
 
@@ -213,6 +213,22 @@ def compressed_keys(x, k):
     return keys
 
 
+def is_compressed_canonical(x) -> bool:
+    """Whether a CSR/CSC array's entries are sorted and unique within each major slice.
+
+    One pass over the structure and one synchronisation (none for nnz <= 1).
+    """
+    if x.nnz <= 1:
+        return True
+    k, xp = kernels_for(x.device), xp_for(x.device)
+    with device_scope(x.device):
+        if math.prod(x.shape[:2]) < _KEY_LIMIT:
+            keys = compressed_keys(x, k)
+        else:  # compared as (major, minor) pairs
+            keys = xp.stack([k.expand(x.indptr, x.nnz), x.indices.astype(np.int64)])
+        return int(to_host(k.sortedness(keys))) == 2  # sync: canonical?
+
+
 def make_compressed_canonical(x) -> None:
     """Sort ``x``'s entries within each major slice and sum duplicates, in place.
 
@@ -220,16 +236,8 @@ def make_compressed_canonical(x) -> None:
     are canonical already.
     """
     from gpusparse.ops.convert import compressed_to_coo, coo_to_compressed
-    if x.nnz <= 1:
+    if is_compressed_canonical(x):
         return
     dev = x.device
-    k, xp = kernels_for(dev), xp_for(dev)
-    with device_scope(dev):
-        if math.prod(x.shape[:2]) < _KEY_LIMIT:
-            keys = compressed_keys(x, k)
-        else:  # compared as (major, minor) pairs
-            keys = xp.stack([k.expand(x.indptr, x.nnz), x.indices.astype(np.int64)])
-        if int(to_host(k.sortedness(keys))) == 2:  # sync: canonical already?
-            return
     canonical = coo_to_compressed(compressed_to_coo(x, trusted=False), type(x), index_dtype=x.index_dtype)
     x._set(canonical.indptr, canonical.indices, canonical.data, x.shape, x.fill_value, dev)

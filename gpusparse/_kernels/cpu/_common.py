@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 
+from gpusparse._kernels._numba import jit
 from gpusparse._kernels.cpu import _pool
 
 #: Work below this many elements runs serially: thread start-up costs more.
@@ -78,3 +79,14 @@ def empty(shape, dtype) -> np.ndarray:
 def empty_like(a) -> np.ndarray:
     """:func:`empty` shaped and typed like ``a``."""
     return empty(a.shape, a.dtype)
+
+
+@jit()
+def row_range(indptr, r, nnz):
+    """Positions [lo, hi) of row r: both pointers clipped into [0, nnz], never a negative length.
+
+    For a valid ``indptr`` this is ``[indptr[r], indptr[r + 1])``; for any
+    other it is what the memory-safety contract of the primitives defines.
+    """
+    lo = min(max(np.int64(indptr[r]), 0), nnz)
+    return lo, max(lo, min(max(np.int64(indptr[r + 1]), 0), nnz))

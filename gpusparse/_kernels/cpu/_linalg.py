@@ -61,7 +61,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from gpusparse._kernels._numba import jit, n_threads
-from gpusparse._kernels.cpu._common import PARALLEL_MIN, empty
+from gpusparse._kernels.cpu._common import PARALLEL_MIN, empty, row_range
 
 __all__ = ["row_bounds", "sddmm", "spgemm", "spmm", "spmm_reduce", "spmv"]
 
@@ -131,7 +131,7 @@ def _prefetch_distance(indptr, indices, n) -> int:
 # reading CSR structure whatever it holds
 # --------------------------------------------------------------------------
 #
-# The kernels below walk rows through ``_row_range`` and read columns
+# The kernels below walk rows through ``row_range`` and read columns
 # through ``_column``: for a valid CSR structure they are plain reads; for
 # any other (``check=False``, buffers changed after construction) pointers
 # are clipped into [0, nnz], a row is [lo, max(lo, hi)), and a column index
@@ -141,13 +141,6 @@ def _prefetch_distance(indptr, indices, n) -> int:
 @jit()
 def _clip_pointer(indptr, r, nnz):
     return min(max(np.int64(indptr[r]), 0), nnz)
-
-
-@jit()
-def _row_range(indptr, r, nnz):
-    """Positions [lo, hi) of row r: pointers clipped into [0, nnz], never a negative length."""
-    lo = _clip_pointer(indptr, r, nnz)
-    return lo, max(lo, _clip_pointer(indptr, r + 1, nnz))
 
 
 @jit()
@@ -295,7 +288,7 @@ def _spmv(indptr, indices, data, x, y, alpha, beta, zero, part, lo, hi):
     nnz = data.shape[0]
     last = np.uintp(x.shape[0] - 1)
     for r in range(lo, hi):
-        start, end = _row_range(indptr, r, nnz)
+        start, end = row_range(indptr, r, nnz)
         acc = zero
         for p in range(np.uintp(start), np.uintp(end)):
             acc += data[p] * x[_column(indices, p, last)]
@@ -313,7 +306,7 @@ def _spmv_t(indptr, indices, data, x, partial, part, lo, hi):
     last = np.uintp(mine.shape[0] - 1)
     for r in range(lo, hi):
         v = x[r]
-        start, end = _row_range(indptr, r, nnz)
+        start, end = row_range(indptr, r, nnz)
         for p in range(start, end):
             mine[_column(indices, p, last)] += data[p] * v
 
@@ -376,7 +369,7 @@ def _spmm_n(indptr, indices, data, b, out, alpha, beta, zero, ahead, part, lo, h
         else:
             for j in range(n):
                 row[j] *= beta
-        start, end = _row_range(indptr, r, nnz)
+        start, end = row_range(indptr, r, nnz)
         for p in range(start, end):
             if ahead and p + ahead < last:
                 k = _column(indices, p + ahead, last_row)
@@ -397,7 +390,7 @@ def _spmm_t(indptr, indices, data, b, partial, part, lo, hi):
     last = np.uintp(mine.shape[0] // max(n, 1) - 1)
     for r in range(lo, hi):
         src = b[r]
-        start, end = _row_range(indptr, r, nnz)
+        start, end = row_range(indptr, r, nnz)
         for p in range(start, end):
             v = data[p]
             base = _column(indices, p, last) * np.uintp(n)
@@ -456,7 +449,7 @@ def _spmm_reduce(indptr, indices, data, b, out, op, identity, zero, part, lo, hi
     term = np.empty(1, dtype=out.dtype)
     for r in range(lo, hi):
         row = out[r]
-        start, end = _row_range(indptr, r, nnz)
+        start, end = row_range(indptr, r, nnz)
         if start == end:
             for j in range(n):
                 row[j] = zero
@@ -513,10 +506,10 @@ def _spgemm_count(a_indptr, a_indices, b_indptr, b_indices, n_cols, counts, part
     k_last, j_last = np.uintp(b_indptr.shape[0] - 2), np.uintp(n_cols - 1)
     for r in range(lo, hi):
         c = 0
-        a_start, a_end = _row_range(a_indptr, r, a_nnz)
+        a_start, a_end = row_range(a_indptr, r, a_nnz)
         for p in range(a_start, a_end):
             k = _column(a_indices, p, k_last)
-            b_start, b_end = _row_range(b_indptr, k, b_nnz)
+            b_start, b_end = row_range(b_indptr, k, b_nnz)
             for q in range(b_start, b_end):
                 j = _column(b_indices, q, j_last)
                 if seen[j] != r:
@@ -582,11 +575,11 @@ def _spgemm_fill(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data,
         start = c_indptr[r]
         stop = c_indptr[r + 1]
         used = start
-        a_start, a_end = _row_range(a_indptr, r, a_nnz)
+        a_start, a_end = row_range(a_indptr, r, a_nnz)
         for p in range(a_start, a_end):
             k = _column(a_indices, p, k_last)
             v = a_data[p]
-            b_start, b_end = _row_range(b_indptr, k, b_nnz)
+            b_start, b_end = row_range(b_indptr, k, b_nnz)
             for q in range(b_start, b_end):
                 j = _column(b_indices, q, j_last)
                 if mark[j] != r:
@@ -639,7 +632,7 @@ def _sddmm(indptr, indices, a, bt, alpha, out, zero, ahead, part, lo, hi):
     last = _clip_pointer(indptr, hi, nnz)  # prefetches stay below the range's last entry
     for r in range(lo, hi):
         left = a[r]
-        start, end = _row_range(indptr, r, nnz)
+        start, end = row_range(indptr, r, nnz)
         for p in range(start, end):
             if ahead and p + ahead < last:
                 c = _column(indices, p + ahead, last_row)

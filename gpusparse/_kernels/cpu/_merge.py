@@ -22,7 +22,7 @@ import numpy as np
 from numba import prange
 
 from gpusparse._kernels._numba import jit, n_threads
-from gpusparse._kernels.cpu._common import PARALLEL_MIN, SPARE_STRIDE, empty
+from gpusparse._kernels.cpu._common import PARALLEL_MIN, SPARE_STRIDE, empty, row_range
 from gpusparse._kernels.cpu._layout import offsets
 
 _HOW = {"union": 0, "intersection": 1}
@@ -261,16 +261,9 @@ def merge_sorted(a_keys, b_keys, how):
 # --------------------------------------------------------------------------
 
 @jit()
-def _row_range(ptr, r, n):
-    """Positions [lo, hi) of row r, clipped into [0, n] (an end before the start: empty)."""
-    lo = min(max(np.int64(ptr[r]), 0), n)
-    return lo, max(lo, min(np.int64(ptr[r + 1]), n))
-
-
-@jit()
 def _row_ranges(a_ptr, a_n, b_ptr, b_n, r):
-    i, i_end = _row_range(a_ptr, r, a_n)
-    j, j_end = _row_range(b_ptr, r, b_n)
+    i, i_end = row_range(a_ptr, r, a_n)
+    j, j_end = row_range(b_ptr, r, b_n)
     return i, i_end, j, j_end
 
 
