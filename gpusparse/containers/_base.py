@@ -301,13 +301,13 @@ class SparseArray(abc.ABC):
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         """Every NumPy ufunc elementwise (``np.sin(x)``), its ``reduce``, and ``np.matmul``."""
-        from gpusparse.ops import _protocols
-        return _protocols.array_ufunc(ufunc, method, inputs, kwargs)
+        from gpusparse.ops import _numpy_ufuncs
+        return _numpy_ufuncs.array_ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
         """NumPy functions gpusparse implements (``np.sum``, ``np.where``, ``np.dot``, ...)."""
-        from gpusparse.ops import _protocols
-        return _protocols.array_function(func, types, args, kwargs)
+        from gpusparse.ops import _numpy_functions
+        return _numpy_functions.array_function(func, types, args, kwargs)
 
     def _op(self, name, *args):
         from gpusparse.ops import elementwise

@@ -1,26 +1,17 @@
-"""NumPy's dispatch protocols: ``__array_ufunc__`` (NEP 13) and ``__array_function__`` (NEP 18).
+"""NumPy's function protocol (NEP 18): ``__array_function__`` of sparse arrays.
 
-``SparseArray.__array_ufunc__`` and ``__array_function__`` forward here.
-
-* Ufuncs: ``np.sin(x)``, ``np.add(x, y, dtype=...)`` run :func:`elementwise.apply`
-  (``__call__``); ``np.add.reduce(x, axis=0)`` runs :func:`reductions.reduce`
-  (NumPy's default ``axis=0``). The products registered in
-  ``gpusparse.ops._linalg_numpy.UFUNCS`` (``np.matmul``) go there. ``out=``,
-  ``where=``, generalised ufuncs and the other methods (``accumulate``,
-  ``outer``, ``at``, ``reduceat``) return ``NotImplemented``, so NumPy raises
-  its usual ``TypeError``.
-* Functions: :data:`FUNCTIONS` maps NumPy functions (``np.sum``,
-  ``np.where``, ``np.clip``, ...) to gpusparse's; the products of
-  ``_linalg_numpy.FUNCTIONS`` are looked up next. A function nobody
-  implements runs NumPy's own implementation, which asks for ``__array__``
-  and so raises gpusparse's "no implicit densification" error.
+``SparseArray.__array_function__`` forwards here. :data:`FUNCTIONS` maps NumPy
+functions (``np.sum``, ``np.where``, ``np.clip``, ...) to gpusparse's; the
+products of ``_linalg_numpy.FUNCTIONS`` are looked up next. A function nobody
+implements runs NumPy's own implementation, which asks for ``__array__`` and
+so raises gpusparse's "no implicit densification" error.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["FUNCTIONS", "array_function", "array_ufunc"]
+__all__ = ["FUNCTIONS", "array_function"]
 
 
 def _elementwise(name):
@@ -92,31 +83,6 @@ FUNCTIONS = {
 }
 if hasattr(np, "astype"):  # NumPy >= 2.1
     FUNCTIONS[np.astype] = _elementwise("astype")
-
-
-def array_ufunc(ufunc, method, inputs, kwargs):
-    """``__array_ufunc__``: elementwise calls and reductions of any ufunc."""
-    from gpusparse.ops import _linalg_numpy, elementwise, reductions
-    if ufunc in _linalg_numpy.UFUNCS:
-        return _linalg_numpy.array_ufunc(ufunc, method, inputs, kwargs)
-    kwargs = dict(kwargs)
-    out = kwargs.pop("out", None)
-    if out is not None and any(o is not None for o in (out if isinstance(out, tuple) else (out,))):
-        return NotImplemented
-    if kwargs.pop("where", True) is not True or ufunc.signature is not None:
-        return NotImplemented
-    if method == "__call__":
-        operands = elementwise.classify(inputs)
-        if operands is None:
-            return NotImplemented
-        return elementwise.apply(ufunc, operands, kwargs)
-    if method == "reduce":
-        from gpusparse.containers import SparseArray
-        if len(inputs) != 1 or not isinstance(inputs[0], SparseArray):
-            return NotImplemented
-        axis = kwargs.pop("axis", 0)
-        return reductions.reduce(inputs[0], ufunc, axis=axis, **kwargs)
-    return NotImplemented
 
 
 def _known_type(t) -> bool:
