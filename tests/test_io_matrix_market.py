@@ -1,0 +1,254 @@
+"""gpusparse.io's Matrix Market files against scipy.io.mmread/mmwrite."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import os
+
+import numpy as np
+import pytest
+import scipy.io
+import scipy.sparse as sp
+from hypothesis import given
+from hypothesis import strategies as st
+
+import gpusparse as gs
+from _helpers import RTOL, assert_sparse_equal
+from gpusparse.io import FileFormatError, mminfo, mmread, mmwrite
+from strategies import coo_cases
+
+pytest.importorskip("fast_matrix_market")
+
+#: What each value dtype reads back as (Matrix Market has fields, not dtypes), as scipy.io.mmread.
+_READ_DTYPE = {"b": np.int64, "i": np.int64, "u": np.int64, "f": np.float64, "c": np.complex128}
+
+
+def _bytes(x, **kwargs) -> io.BytesIO:
+    buffer = io.BytesIO()
+    mmwrite(buffer, x, **kwargs)
+    buffer.seek(0)
+    return buffer
+
+
+@given(case=coo_cases(min_ndim=2, max_ndim=2, sparse_dim=2, max_dense_dim=0, fill=False, nan=False),
+       format=st.sampled_from(["coo", "csr", "csc"]), symmetry=st.sampled_from([None, "general"]))
+def test_round_trip_and_scipy_agree(device, case, format, symmetry):
+    x = case.build(device)
+    buffer = _bytes(x, symmetry=symmetry)
+    y = mmread(buffer, device=device, format=format)
+    assert y.format == format and y.device == x.device
+    big_unsigned = case.dtype == np.uint64 and case.nnz and int(case.data.max()) > np.iinfo(np.int64).max
+    assert y.dtype == (np.uint64 if big_unsigned else _READ_DTYPE[case.dtype.kind])
+    expected = case.dense()
+    dense = y.todense()
+    dense = dense.get() if hasattr(dense, "get") else dense
+    # duplicates are summed in float64/complex128 after reading, in the value dtype by the oracle
+    rtol = RTOL.get(case.dtype, 0)
+    np.testing.assert_allclose(dense.astype(case.dtype), expected, rtol=rtol)
+    buffer.seek(0)
+    theirs = scipy.io.mmread(buffer)
+    np.testing.assert_allclose(theirs.toarray().astype(case.dtype), expected, rtol=rtol)
+
+
+def _symmetric_cases(rng):
+    a = rng.integers(-5, 5, size=(6, 6)) * (rng.random((6, 6)) < 0.4)
+    c = a + 1j * rng.integers(-5, 5, size=(6, 6)) * (rng.random((6, 6)) < 0.4)
+    skew = np.tril(a, -1) - np.tril(a, -1).T
+    return {
+        "symmetric": (a + a.T).astype(np.float64),
+        "skew-symmetric": skew.astype(np.float64),
+        "hermitian": np.tril(c, -1) + np.tril(c, -1).conj().T + np.diag(np.diag(a)),
+        "general": (a + np.triu(a, 1)).astype(np.float64) + np.eye(6, k=1) * 7,
+    }
+
+
+@pytest.mark.parametrize("symmetry", ["symmetric", "skew-symmetric", "hermitian", "general"])
+def test_symmetries_detected_and_read_by_scipy(tmp_path, rng, symmetry):
+    dense = _symmetric_cases(rng)[symmetry]
+    x = gs.fromdense(dense, device="cpu")
+    path = tmp_path / "x.mtx"
+    mmwrite(path, x)
+    assert mminfo(path)[5] == symmetry
+    np.testing.assert_array_equal(scipy.io.mmread(path).toarray(), dense)
+    assert_sparse_equal(mmread(path), dense)
+    mmwrite(path, x, symmetry=symmetry)  # chosen (and verified) instead of detected
+    assert mminfo(path)[5] == symmetry
+
+
+@pytest.mark.parametrize("symmetry", ["symmetric", "skew-symmetric", "hermitian"])
+def test_reads_scipy_symmetric_files(tmp_path, rng, symmetry):
+    dense = _symmetric_cases(rng)[symmetry]
+    path = tmp_path / "x.mtx"
+    scipy.io.mmwrite(path, sp.coo_array(dense), symmetry=symmetry)
+    assert mminfo(path)[5] == symmetry
+    assert_sparse_equal(mmread(path), dense)
+
+
+def test_chosen_symmetry_is_verified(tmp_path):
+    path = tmp_path / "x.mtx"
+    x = gs.fromdense(np.array([[1.0, 2.0], [0.0, 1.0]]), device="cpu")
+    with pytest.raises(ValueError, match="symmetry='symmetric', but x is 'general'"):
+        mmwrite(path, x, symmetry="symmetric")
+    assert not path.exists()
+
+
+def test_pattern_both_ways(tmp_path, rng):
+    dense = (rng.random((5, 7)) < 0.3).astype(np.float64)
+    path = tmp_path / "p.mtx"
+    mmwrite(path, gs.fromdense(dense * 3, device="cpu"), field="pattern")
+    assert mminfo(path)[4] == "pattern"
+    assert_sparse_equal(mmread(path), dense)
+    scipy.io.mmwrite(tmp_path / "q.mtx", sp.coo_array(dense), field="pattern")
+    assert_sparse_equal(mmread(tmp_path / "q.mtx"), dense)
+
+
+def test_array_files_both_ways(tmp_path, rng):
+    dense = rng.random((4, 3)) * (rng.random((4, 3)) < 0.5)
+    scipy.io.mmwrite(tmp_path / "a.mtx", dense)
+    assert mminfo(tmp_path / "a.mtx")[3] == "array"
+    assert_sparse_equal(mmread(tmp_path / "a.mtx", format="csr"), dense)
+    mmwrite(tmp_path / "b.mtx", dense)
+    np.testing.assert_array_equal(scipy.io.mmread(tmp_path / "b.mtx"), dense)
+
+
+@pytest.mark.parametrize("suffix,opener", [(".gz", gzip.open), (".bz2", bz2.open)])
+def test_compressed_files(tmp_path, rng, suffix, opener):
+    dense = rng.random((8, 6)) * (rng.random((8, 6)) < 0.4)
+    x = gs.fromdense(dense, format="csr", device="cpu")
+    path = tmp_path / f"x.mtx{suffix}"
+    mmwrite(path, x, comment="two\nlines")
+    with opener(path, "rb") as f:
+        text = f.read().decode()
+    assert text.startswith("%%MatrixMarket matrix coordinate real general\n%two\n%lines\n")
+    assert_sparse_equal(mmread(path), dense)
+    np.testing.assert_array_equal(scipy.io.mmread(path).toarray(), dense)
+    assert mminfo(path)[:3] == (8, 6, x.nnz)
+
+
+def test_values_of_every_dtype(device):
+    for dtype in [np.bool_, np.int8, np.uint16, np.int32, np.uint64, np.float32, np.complex64, np.complex128]:
+        dense = (np.arange(12).reshape(3, 4) % 3 == 1) * np.arange(12).reshape(3, 4)
+        x = gs.fromdense(dense.astype(dtype), device=device)
+        y = mmread(_bytes(x), device=device)
+        np.testing.assert_array_equal(gs.to_scipy(y.to("cpu")).toarray().astype(dtype), dense.astype(dtype))
+    big = gs.COO([[0], [0]], np.array([2**64 - 1], dtype=np.uint64), shape=(1, 1), device="cpu")
+    buffer = _bytes(big)
+    assert b"unsigned-integer" in buffer.getvalue().splitlines()[0]
+    assert mmread(buffer).data[0] == 2**64 - 1
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (0, 5), (4, 0), (3, 3)])
+def test_empty(tmp_path, shape):
+    x = gs.zeros(shape, device="cpu")
+    mmwrite(tmp_path / "e.mtx", x)
+    y = mmread(tmp_path / "e.mtx")
+    assert y.shape == shape and y.nnz == 0
+    assert scipy.io.mmread(tmp_path / "e.mtx").shape == shape
+
+
+def test_64_bit_indices(tmp_path):
+    n = 2**31 + 10
+    x = gs.COO([[n - 1, 5], [2, n - 2]], [1.5, -2.0], shape=(n, n), device="cpu")
+    mmwrite(tmp_path / "big.mtx", x, symmetry="general")
+    y = mmread(tmp_path / "big.mtx")
+    assert y.shape == (n, n)
+    np.testing.assert_array_equal(y.coords, [[n - 1, 5], [2, n - 2]])
+    np.testing.assert_array_equal(y.data, [1.5, -2.0])
+
+
+def test_precision(tmp_path):
+    x = gs.COO([[0], [0]], [np.pi], shape=(1, 1), device="cpu")
+    text = _bytes(x, precision=3).getvalue().decode()
+    assert float(text.split()[-1]) == 3.14
+
+
+def test_progress_bar(tmp_path, capsys):
+    pytest.importorskip("tqdm")
+    x = gs.random((30, 30), density=0.2, device="cpu", seed=1)
+    for suffix in (".mtx", ".mtx.gz"):
+        path = tmp_path / f"x{suffix}"
+        mmwrite(path, x, progress=True)
+        y = mmread(path, progress=True)
+        np.testing.assert_array_equal(y.todense(), x.todense())
+    assert "reading x.mtx" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------
+# bad files, bad arguments, failed writes
+# --------------------------------------------------------------------------
+
+_BAD = {
+    "truncated": ("%%MatrixMarket matrix coordinate real general\n3 3 3\n1 1 1.5\n3 2 2.0\n",
+                  r"Truncated file.*declares 3 entries"),
+    "wrong header": ("%%MatrixMarket matrix coordinate reel general\n3 3 1\n1 1 1.5\n",
+                     r"line 1: Invalid MatrixMarket header element: reel"),
+    "no banner": ("3 3 1\n1 1 1.5\n", r"line 1: Not a Matrix Market file"),
+    "index out of range": ("%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1.5\n4 2 2.0\n",
+                           r"line 4: Row index out of bounds"),
+    "too many entries": ("%%MatrixMarket matrix coordinate real general\n3 3 1\n1 1 1.5\n3 2 2.0\n",
+                         r"line 4: Too many lines"),
+    "bad value": ("%%MatrixMarket matrix coordinate integer general\n3 3 1\n1 1 x\n", r"line 3: "),
+}
+
+
+@pytest.mark.parametrize("what", list(_BAD))
+def test_bad_files_name_file_and_line(tmp_path, what):
+    text, message = _BAD[what]
+    path = tmp_path / "bad.mtx"
+    path.write_text(text)
+    with pytest.raises(FileFormatError, match=f"{path}: {message}"):
+        mmread(path)
+    gz = tmp_path / "bad.mtx.gz"
+    gz.write_bytes(gzip.compress(text.encode()))
+    with pytest.raises(FileFormatError, match=str(gz)):
+        mmread(gz)
+
+
+def test_missing_file():
+    with pytest.raises(FileNotFoundError):
+        mmread("no-such-file.mtx")
+
+
+def test_bad_arguments(rng):
+    x = gs.random((3, 3), density=0.5, device="cpu", seed=0)
+    with pytest.raises(ValueError, match="format must be"):
+        mmread(io.BytesIO(b""), format="dense")
+    with pytest.raises(ValueError, match="field must be"):
+        _bytes(x, field="text")
+    with pytest.raises(ValueError, match="symmetry must be"):
+        _bytes(x, symmetry="upper")
+    with pytest.raises(ValueError, match="fill value"):
+        _bytes(gs.COO([[0], [0]], [1.0], shape=(2, 2), fill_value=1.0, device="cpu"))
+    with pytest.raises(ValueError, match="2-d"):
+        _bytes(gs.random((2, 2, 2), density=0.5, device="cpu"))
+    with pytest.raises(TypeError, match="x must be"):
+        _bytes([[1, 2]])
+
+
+def test_failed_write_leaves_no_file(tmp_path, monkeypatch):
+    import fast_matrix_market
+
+    def broken(target, a, **kwargs):
+        partial = b"%%MatrixMarket matrix coordinate real general\n3 3 "
+        if isinstance(target, (str, os.PathLike)):
+            with open(target, "wb") as f:
+                f.write(partial)
+        else:
+            target.write(partial)
+        raise OSError("disk full")
+
+    monkeypatch.setattr(fast_matrix_market, "mmwrite", broken)
+    monkeypatch.setattr(scipy.io, "mmwrite", broken)
+    with pytest.raises(OSError, match="disk full"):
+        mmwrite(tmp_path / "x.mtx", gs.eye(3, device="cpu"))
+    with pytest.raises(OSError, match="disk full"):
+        mmwrite(tmp_path / "x.mtx.gz", gs.eye(3, device="cpu"))
+    assert os.listdir(tmp_path) == []
+
+
+def test_target_name_is_kept(tmp_path):
+    mmwrite(tmp_path / "x.txt", gs.eye(3, device="cpu"))
+    assert os.listdir(tmp_path) == ["x.txt"]
+    assert mmread(tmp_path / "x.txt").nnz == 3

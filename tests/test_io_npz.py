@@ -1,0 +1,243 @@
+"""gpusparse.io's ``.npz`` files against SciPy's and pydata sparse's readers and writers."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import zipfile
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given
+from hypothesis import strategies as st
+
+import gpusparse as gs
+from _helpers import assert_same_components, assert_sparse_equal
+from gpusparse.io import FileFormatError
+from strategies import coo_cases
+
+sparse = pytest.importorskip("sparse")
+
+
+def _expected(x):
+    """What a round trip gives: the array itself, coalesced where pydata's layout stores it."""
+    scipy_only = x.ndim == 2 and x.dense_dim == 0 and not np.asarray(x.fill_value).any()
+    return x if scipy_only or x.format != "coo" else x.coalesce()
+
+
+def _round_trip(x, device, compressed=True):
+    buffer = io.BytesIO()
+    gs.save_npz(buffer, x, compressed=compressed)
+    buffer.seek(0)
+    return gs.load_npz(buffer, device=device)
+
+
+@given(case=coo_cases(), format=st.sampled_from(["coo", "csr", "csc"]), compressed=st.booleans())
+def test_round_trip_keeps_format_dtype_fill_and_flags(device, case, format, compressed):
+    x = case.build(device)
+    if format != "coo" and x.sparse_dim == 2:
+        x = x.asformat(format)
+    elif case.nnz and np.random.default_rng(case.nnz).random() < 0.5:
+        x = x.coalesce()
+    y = _round_trip(x, device, compressed)
+    assert y.device == x.device
+    assert_same_components(y, _expected(x))
+    assert_sparse_equal(y, case.dense())
+
+
+def test_top_level_names_are_the_io_functions():
+    assert gs.save_npz is gs.io.save_npz and gs.load_npz is gs.io.load_npz
+    assert "save_npz" in gs.__all__ and "load_npz" in gs.__all__
+
+
+@pytest.mark.parametrize("kind", ["array", "matrix"])
+@pytest.mark.parametrize("format", ["csr", "csc", "coo"])
+def test_reads_scipy_files(tmp_path, rng, kind, format):
+    dense = rng.random((7, 5)) * (rng.random((7, 5)) < 0.4)
+    m = getattr(sp, f"{format}_{kind}")(dense)
+    path = tmp_path / "m.npz"
+    sp.save_npz(path, m)
+    x = gs.load_npz(path)
+    assert x.format == format
+    assert_sparse_equal(x, dense)
+
+
+@pytest.mark.parametrize("shape", [(6,), (3, 4, 2), (0, 3)])
+def test_reads_scipy_nd_coo(tmp_path, rng, shape):
+    dense = rng.integers(-3, 3, size=shape) * (rng.random(shape) < 0.5)
+    path = tmp_path / "m.npz"
+    sp.save_npz(path, sp.coo_array(dense))
+    assert_sparse_equal(gs.load_npz(path), dense)
+
+
+@pytest.mark.parametrize("kind", ["array", "matrix"])
+@pytest.mark.parametrize("format", ["csr", "csc", "coo"])
+def test_scipy_reads_ours(tmp_path, rng, kind, format):
+    dense = (rng.random((6, 9)) < 0.3) * rng.integers(1, 9, size=(6, 9)).astype(np.int32)
+    x = gs.fromdense(dense, format=format, device="cpu")
+    path = tmp_path / "x.npz"
+    gs.save_npz(path, x)
+    m = sp.load_npz(path)
+    assert m.format == format and m.dtype == np.int32
+    np.testing.assert_array_equal(m.toarray(), dense)
+
+
+def test_scipy_reads_ours_nd(tmp_path, rng):
+    dense = rng.random((3, 4, 5)) * (rng.random((3, 4, 5)) < 0.3)
+    path = tmp_path / "x.npz"
+    gs.save_npz(path, gs.fromdense(dense, device="cpu"))
+    np.testing.assert_array_equal(sp.load_npz(path).toarray(), dense)
+
+
+@pytest.mark.parametrize("fill", [0.0, 2.5])
+@pytest.mark.parametrize("shape", [(5,), (4, 6), (3, 4, 5)])
+def test_pydata_both_ways(tmp_path, shape, fill):
+    s = sparse.random(shape, density=0.3, fill_value=fill, random_state=7)
+    theirs = tmp_path / "theirs.npz"
+    sparse.save_npz(theirs, s)
+    x = gs.load_npz(theirs)
+    assert x.fill_value == fill
+    assert_sparse_equal(x, s.todense())
+    ours = tmp_path / "ours.npz"
+    y = gs.COO(x.coords[:, ::-1].copy(), x.data[::-1].copy(), x.shape, fill_value=fill, device="cpu")
+    if y.ndim == 2 and fill == 0:
+        y = y.coalesce()  # an uncoalesced 2-d COO with fill value 0 is stored in SciPy's layout
+    gs.save_npz(ours, y)  # unsorted: stored coalesced, as pydata's reader assumes
+    back = sparse.load_npz(ours)
+    assert back.fill_value == fill
+    np.testing.assert_array_equal(back.todense(), s.todense())
+
+
+def test_pydata_gcxs_2d(tmp_path):
+    s = sparse.random((5, 6), density=0.4, random_state=3, format="gcxs", compressed_axes=(1,))
+    path = tmp_path / "g.npz"
+    sparse.save_npz(path, s)
+    x = gs.load_npz(path)
+    assert x.format == "csc"
+    assert_sparse_equal(x, s.todense())
+
+
+def test_nonzero_fill_csr_comes_back_csr(tmp_path):
+    x = gs.CSR([0, 1, 2], [1, 0], [1.0, 2.0], shape=(2, 2), fill_value=-1.0, device="cpu")
+    path = tmp_path / "x.npz"
+    gs.save_npz(path, x)
+    np.testing.assert_array_equal(sparse.load_npz(path).todense(), x.todense())
+    y = gs.load_npz(path)
+    assert y.format == "csr"
+    assert_same_components(y, x)
+
+
+def test_path_gets_npz_suffix(tmp_path):
+    gs.save_npz(tmp_path / "x", gs.eye(3, device="cpu"))
+    assert os.listdir(tmp_path) == ["x.npz"]
+
+
+# --------------------------------------------------------------------------
+# bad files and failed writes
+# --------------------------------------------------------------------------
+
+def _write(path, **arrays):
+    np.savez(path, **arrays)
+    return str(path)
+
+
+def test_not_an_archive(tmp_path):
+    path = tmp_path / "x.npz"
+    path.write_bytes(b"this is not a zip file at all")
+    with pytest.raises(FileFormatError, match=f"{path}.*not an .npz"):
+        gs.load_npz(path)
+
+
+def test_truncated_archive(tmp_path):
+    path = tmp_path / "x.npz"
+    gs.save_npz(path, gs.random((50, 50), density=0.2, device="cpu", seed=0))
+    path.write_bytes(path.read_bytes()[:-300])
+    with pytest.raises(FileFormatError, match=str(path)):
+        gs.load_npz(path)
+
+
+def test_missing_field(tmp_path):
+    path = _write(tmp_path / "x.npz", format=np.bytes_(b"csr"), shape=np.array([2, 2]), data=np.ones(1),
+                  indices=np.zeros(1, np.int32))
+    with pytest.raises(FileFormatError, match=f"{path}: missing field 'indptr'"):
+        gs.load_npz(path)
+
+
+def test_unknown_format_field(tmp_path):
+    path = _write(tmp_path / "x.npz", format=np.bytes_(b"dia"), shape=np.array([2, 2]), data=np.ones((1, 2)),
+                  offsets=np.zeros(1, np.int32))
+    with pytest.raises(FileFormatError, match=f"{path}: field 'format' is 'dia'"):
+        gs.load_npz(path)
+
+
+def test_index_out_of_range(tmp_path):
+    path = _write(tmp_path / "x.npz", format=np.bytes_(b"coo"), shape=np.array([2, 2]), data=np.ones(2),
+                  row=np.array([0, 5]), col=np.array([1, 1]))
+    with pytest.raises(FileFormatError, match=f"{path}: fields 'coords'/'data'.*out of bounds"):
+        gs.load_npz(path)
+    path = _write(tmp_path / "y.npz", format=np.bytes_(b"csr"), shape=np.array([2, 2]), data=np.ones(2),
+                  indices=np.array([0, 7], np.int32), indptr=np.array([0, 1, 2], np.int32))
+    with pytest.raises(FileFormatError, match=f"{path}: fields 'indptr'/'indices'.*out of range"):
+        gs.load_npz(path)
+
+
+def test_wrong_entry_count(tmp_path):
+    path = _write(tmp_path / "x.npz", format=np.bytes_(b"csr"), shape=np.array([2, 2]), data=np.ones(3),
+                  indices=np.array([0, 1], np.int32), indptr=np.array([0, 1, 2], np.int32))
+    with pytest.raises(FileFormatError, match=str(path)):
+        gs.load_npz(path)
+
+
+def test_unchecked_flags_are_verified(tmp_path):
+    path = _write(tmp_path / "x.npz", format="coo", shape=np.array([4]), data=np.ones(2), coords=np.array([[3, 1]]),
+                  fill_value=np.float64(0), gpusparse=np.str_('{"format": "coo", "sorted": true, "unique": true}'))
+    with pytest.raises(FileFormatError, match=f"{path}: field 'gpusparse' claims sorted"):
+        gs.load_npz(path)
+
+
+def test_failed_write_leaves_no_file(tmp_path, monkeypatch):
+    target = tmp_path / "x.npz"
+
+    def broken(file, **arrays):
+        file.write(b"PK partial")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(np, "savez_compressed", broken)
+    with pytest.raises(OSError, match="disk full"):
+        gs.save_npz(target, gs.eye(3, device="cpu"))
+    assert os.listdir(tmp_path) == []
+    monkeypatch.undo()
+    gs.save_npz(target, gs.eye(2, device="cpu"))
+    monkeypatch.setattr(np, "savez_compressed", broken)
+    with pytest.raises(OSError):
+        gs.save_npz(target, gs.eye(3, device="cpu"))
+    assert os.listdir(tmp_path) == ["x.npz"]  # the old file is untouched
+    assert gs.load_npz(target).shape == (2, 2)
+
+
+def test_bad_arguments():
+    with pytest.raises(TypeError, match="x must be a gpusparse"):
+        gs.save_npz(io.BytesIO(), np.eye(2))
+
+
+def test_import_gpusparse_imports_no_io_engine():
+    code = ("import sys, gpusparse, gpusparse.io; "
+            "print(sorted(m for m in ('h5py', 'fast_matrix_market', 'tqdm', 'binsparse') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_missing_engine_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "h5py", None)
+    with pytest.raises(ImportError, match=r'pip install "gpusparse\[io\]"'):
+        gs.io.read_binsparse("x.h5")
+
+
+def test_zipfile_is_a_real_npz(tmp_path):
+    path = tmp_path / "x.npz"
+    gs.save_npz(path, gs.eye(2, device="cpu"), compressed=False)
+    with zipfile.ZipFile(path) as z:
+        assert "gpusparse.npy" in z.namelist() and "data.npy" in z.namelist()
