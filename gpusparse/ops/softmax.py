@@ -26,7 +26,7 @@ from gpusparse._device import device_scope, kernels_for, to_host, xp_for
 from gpusparse.ops import canonical, convert
 from gpusparse.ops._validate import check_axis
 
-__all__ = ["log_softmax", "softmax"]
+__all__ = ["log_softmax", "softmax", "softmax_backward"]
 
 
 def softmax(x, axis=-1):
@@ -54,6 +54,43 @@ def log_softmax(x, axis=-1):
     array([-0.69314718, -0.69314718,        -inf])
     """
     return _softmax(x, axis, log=True)
+
+
+def softmax_backward(y, grad, axis=-1, log=False):
+    """The gradient of :func:`softmax` (or :func:`log_softmax`) for the stored values of its input.
+
+    ``y`` is the (log-)softmax result and ``grad`` the gradient of a loss
+    for ``y.data`` (same shape); returns the gradient for the input's
+    stored values, in ``y``'s entry order: ``y * (grad - sum(grad * y))``
+    for softmax and ``grad - exp(y) * sum(grad)`` for log-softmax, the
+    sums running along each line of ``axis``.
+
+    Examples
+    --------
+    >>> import numpy as np, gpusparse as gs
+    >>> x = gs.COO([[0, 0, 1], [0, 2, 1]], [1.0, 1.0, 5.0], shape=(2, 3), device="cpu")
+    >>> softmax_backward(softmax(x, 1), np.array([1.0, 0.0, 1.0]), 1).tolist()
+    [0.25, -0.25, 0.0]
+    """
+    axis = check_axis(axis, y.ndim)
+    dev = y.device
+    k, xp = kernels_for(dev), xp_for(dev)
+    S = y.sparse_dim
+    with device_scope(dev), np.errstate(invalid="ignore", over="ignore"):
+        values = y.data
+        grad = xp.asarray(grad, dtype=values.dtype).reshape(values.shape)
+        p = xp.exp(values) if log else values
+        weighted = grad if log else grad * values
+        if axis >= S:
+            total = weighted.sum(axis=axis - S + 1, keepdims=True)
+        elif y.nnz == 0:
+            return xp.zeros_like(values)
+        else:
+            width = math.prod(values.shape[1:])
+            starts, perm, group = _groups(y, axis, k, xp)
+            total = k.segment_reduce(xp.ascontiguousarray(weighted.reshape(y.nnz, width)), starts, "sum", perm)
+            total = xp.take(total, group, axis=0).reshape(values.shape)
+        return xp.ascontiguousarray(grad - p * total if log else values * (grad - total))
 
 
 def _float_dtype(dtype):

@@ -1,0 +1,71 @@
+"""Differentiable sparse operators for PyTorch, computed by gpusparse's kernels.
+
+Torch tensors in, torch tensors out, on the tensors' own device: a sparse
+operand is a torch sparse tensor (COO, hybrid and uncoalesced included;
+CSR; CSC) whose values may require grad, or -- for ``torch.compile``,
+which refuses sparse tensors -- a tuple of plain tensors
+(:class:`COOParts`, :class:`CSRParts`, :class:`CSCParts`, or plain
+``(indices, values, size)`` / ``(crow_indices, col_indices, values, size)``
+tuples). Sparse results come back in the form their operand was given.
+Each operator is a ``torch.library`` custom operator (``gpusparse::...``)
+with a fake implementation and a registered backward, so models using them
+trace under ``torch.compile(fullgraph=True)``.
+
+Gradients for a sparse operand lie on its pattern: a sparse tensor of its
+layout for torch sparse tensors (on each stored entry, duplicates included),
+the gradient of the ``values`` tensor for parts tuples. This module imports
+torch; ``import gpusparse`` does not import it.
+
+Examples
+--------
+>>> import torch, gpusparse.autograd as ga
+>>> i = torch.tensor([[0, 1, 1], [1, 0, 0]])
+>>> v = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+>>> x = ga.mm((i, v, (2, 2)), torch.ones(2, 1))
+>>> x.sum().backward()
+>>> x.detach()[:, 0], v.grad
+(tensor([1., 5.]), tensor([1., 1., 1.]))
+"""
+
+from gpusparse.autograd._api import (
+    addmm,
+    bmm,
+    coalesce,
+    log_softmax,
+    mm,
+    mul,
+    mv,
+    sampled_addmm,
+    softmax,
+    sparse_dense_matmul,
+    sparse_mask,
+    spgemm,
+    sum,
+    to_dense,
+    transpose,
+)
+from gpusparse.autograd._lowrank import pca_lowrank, svd_lowrank
+from gpusparse.autograd._parts import COOParts, CSCParts, CSRParts
+
+__all__ = [
+    "COOParts",
+    "CSCParts",
+    "CSRParts",
+    "addmm",
+    "bmm",
+    "coalesce",
+    "log_softmax",
+    "mm",
+    "mul",
+    "mv",
+    "pca_lowrank",
+    "sampled_addmm",
+    "softmax",
+    "sparse_dense_matmul",
+    "sparse_mask",
+    "spgemm",
+    "sum",
+    "svd_lowrank",
+    "to_dense",
+    "transpose",
+]

@@ -1,0 +1,271 @@
+"""Sparse operands as torch tensors or as tuples of plain tensors, and their gpusparse views.
+
+``torch.compile`` refuses sparse tensors, so every operator also takes its
+sparse operand as a tuple of strided tensors (:class:`COOParts`,
+:class:`CSRParts`, :class:`CSCParts`, or plain tuples: three elements mean
+COO, four CSR) and returns sparse results in the form it was given. Inside,
+an operand is a :class:`Sparse`: its layout, index tensors, values (the
+tensor that carries gradients) and shape.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+__all__ = ["COOParts", "CSCParts", "CSRParts", "Sparse", "as_sparse", "container", "pattern", "to_arrays",
+           "to_tensor"]
+
+
+class COOParts(NamedTuple):
+    """A COO operand as plain tensors (torch's ``sparse_coo_tensor`` arguments).
+
+    ``indices`` is int64 ``(sparse_dim, nnz)``, ``values`` ``(nnz, *dense_shape)``,
+    ``size`` the full shape. Duplicates mean their sum; ``is_coalesced=True``
+    promises sorted unique indices (then no coalescing pass runs).
+    """
+
+    indices: torch.Tensor
+    values: torch.Tensor
+    size: tuple
+    is_coalesced: bool = False
+
+
+class CSRParts(NamedTuple):
+    """A CSR operand as plain tensors (torch's ``sparse_csr_tensor`` arguments), sorted without duplicates."""
+
+    crow_indices: torch.Tensor
+    col_indices: torch.Tensor
+    values: torch.Tensor
+    size: tuple
+
+
+class CSCParts(NamedTuple):
+    """A CSC operand as plain tensors (torch's ``sparse_csc_tensor`` arguments), sorted without duplicates."""
+
+    ccol_indices: torch.Tensor
+    row_indices: torch.Tensor
+    values: torch.Tensor
+    size: tuple
+
+
+_PARTS = {"coo": COOParts, "csr": CSRParts, "csc": CSCParts}
+
+
+class Sparse(NamedTuple):
+    """An operand inside the operators: ``index`` is ``[indices]`` (COO) or ``[compressed, plain]``."""
+
+    layout: str
+    index: list
+    values: torch.Tensor
+    shape: tuple
+    coalesced: bool
+    as_tensor: bool  # give results back as torch sparse tensors (else as parts)
+
+    @property
+    def sparse_dim(self) -> int:
+        return self.index[0].shape[0] if self.layout == "coo" else 2
+
+    @property
+    def dense_dim(self) -> int:
+        return len(self.shape) - self.sparse_dim
+
+    def with_(self, layout=None, index=None, values=None, shape=None, coalesced=None) -> "Sparse":
+        return Sparse(layout or self.layout, self.index if index is None else index,
+                      self.values if values is None else values, self.shape if shape is None else tuple(shape),
+                      self.coalesced if coalesced is None else coalesced, self.as_tensor)
+
+    def out(self):
+        """This operand in the form its source had: a torch sparse tensor or a parts tuple."""
+        if self.as_tensor:
+            return _build_tensor(self)
+        cls = _PARTS[self.layout]
+        if self.layout == "coo":
+            return cls(self.index[0], self.values, self.shape, self.coalesced)
+        return cls(self.index[0], self.index[1], self.values, self.shape)
+
+
+class _Unpack(torch.autograd.Function):
+    """A sparse tensor's stored values; the gradient comes back as a sparse tensor on its pattern."""
+
+    @staticmethod
+    def forward(ctx, t):
+        ctx.t = t.detach()
+        return t._values() if t.layout == torch.sparse_coo else t.values()
+
+    @staticmethod
+    def backward(ctx, grad):
+        t = ctx.t
+        if t.layout == torch.sparse_coo:
+            return torch.sparse_coo_tensor(t._indices(), grad, t.shape, is_coalesced=t.is_coalesced(),
+                                           check_invariants=False)
+        if t.layout == torch.sparse_csr:
+            return torch.sparse_csr_tensor(t.crow_indices(), t.col_indices(), grad, t.shape, check_invariants=False)
+        return torch.sparse_csc_tensor(t.ccol_indices(), t.row_indices(), grad, t.shape, check_invariants=False)
+
+
+class _Pack(torch.autograd.Function):
+    """A sparse tensor over ``values`` (the inverse of :class:`_Unpack`)."""
+
+    @staticmethod
+    def forward(ctx, layout, index, values, shape, coalesced):
+        ctx.layout, ctx.index = layout, index
+        if layout == "coo":
+            return torch.sparse_coo_tensor(index[0], values, shape, is_coalesced=coalesced, check_invariants=False)
+        make = torch.sparse_csr_tensor if layout == "csr" else torch.sparse_csc_tensor
+        return make(index[0], index[1], values, shape, check_invariants=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        from gpusparse.autograd import _ops
+        sp = Sparse(ctx.layout, ctx.index, None, tuple(grad.shape), True, False)
+        if grad.layout == torch.strided:
+            values = _ops.gather(sp, grad)
+        elif grad.layout == torch.sparse_coo and ctx.layout == "coo" and grad._nnz() == ctx.index[0].shape[1] \
+                and torch.equal(grad._indices(), ctx.index[0]):
+            values = grad._values()
+        else:  # another pattern: the gradient's elements at ours
+            values = _values_on(grad, sp)
+        return None, None, values, None, None
+
+
+def _values_on(grad, sp: Sparse):
+    """The elements (blocks) of the sparse tensor ``grad`` at the stored positions of ``sp``, 0 where absent."""
+    from gpusparse.autograd._ops import coo_indices
+    g = (grad if grad.layout == torch.sparse_coo else grad.to_sparse_coo()).coalesce()
+    S = sp.sparse_dim
+    if g.sparse_dim() != S:
+        g = g.to_dense().to_sparse(S).coalesce()
+    mine = sp.index[0] if sp.layout == "coo" else coo_indices(sp.layout, sp.index)
+    strides = [math.prod(sp.shape[d + 1:S]) for d in range(S)]
+    keys = sum(mine[d] * strides[d] for d in range(S)) if S else mine.new_zeros(mine.shape[1])
+    theirs = g._indices()
+    their_keys = sum(theirs[d] * strides[d] for d in range(S)) if S else theirs.new_zeros(theirs.shape[1])
+    values = g._values()
+    out = values.new_zeros((keys.shape[0], *values.shape[1:]))
+    if their_keys.shape[0]:
+        pos = torch.searchsorted(their_keys, keys).clamp_(max=their_keys.shape[0] - 1)
+        hit = their_keys[pos] == keys
+        out[hit] = values[pos[hit]]
+    return out
+
+
+def _build_tensor(sp: Sparse):
+    return _Pack.apply(sp.layout, sp.index, sp.values, sp.shape, sp.coalesced)
+
+
+def _tuple_layout(x, name):
+    if isinstance(x, COOParts):
+        return "coo"
+    if isinstance(x, CSRParts):
+        return "csr"
+    if isinstance(x, CSCParts):
+        return "csc"
+    if len(x) == 3:
+        return "coo"
+    if len(x) == 4:
+        return "csr"
+    raise TypeError(f"{name} as a tuple must be (indices, values, size) for COO or "
+                    f"(crow_indices, col_indices, values, size) for CSR, got {len(x)} elements")
+
+
+def _require(condition, message) -> None:
+    """``ValueError`` unless ``condition``; while compiling, a ``torch._check`` (sizes may be symbolic)."""
+    if torch.compiler.is_compiling():
+        torch._check(condition)
+    elif not condition:
+        raise ValueError(message())
+
+
+def as_sparse(x, name: str) -> Sparse:
+    """``x`` (a torch sparse tensor or a parts tuple) as a :class:`Sparse`; ``TypeError`` naming ``name``."""
+    if isinstance(x, torch.Tensor):
+        if x.layout == torch.strided:
+            raise TypeError(f"{name} must be sparse (a torch sparse tensor or a parts tuple), got a dense tensor")
+        values = _Unpack.apply(x) if x.requires_grad else (
+            x._values() if x.layout == torch.sparse_coo else x.values())
+        if x.layout == torch.sparse_coo:
+            return Sparse("coo", [x._indices()], values, tuple(x.shape), x.is_coalesced(), True)
+        if x.layout == torch.sparse_csr and x.ndim - x.dense_dim() == 2:
+            return Sparse("csr", [x.crow_indices(), x.col_indices()], values, tuple(x.shape), True, True)
+        if x.layout == torch.sparse_csc and x.ndim - x.dense_dim() == 2:
+            if x.requires_grad and x.grad_fn is None:
+                raise ValueError(f"{name} is a CSC leaf tensor that requires grad, and torch cannot accumulate "
+                                 "CSC gradients; pass CSCParts(ccol_indices, row_indices, values, size) with "
+                                 "values requiring grad, or a CSR tensor")
+            return Sparse("csc", [x.ccol_indices(), x.row_indices()], values, tuple(x.shape), True, True)
+        raise TypeError(f"{name} has layout {x.layout} (or batch dimensions), which gpusparse.autograd does "
+                        "not take; convert it with to_sparse_coo()")
+    if not isinstance(x, tuple):
+        raise TypeError(f"{name} must be a torch sparse tensor or a parts tuple, got {type(x).__name__}")
+    layout = _tuple_layout(x, name)
+    parts = tuple(x)
+    size = tuple(int(s) for s in parts[2 if layout == "coo" else 3])
+    if layout == "coo":
+        coalesced = bool(parts[3]) if len(parts) > 3 else False
+        index, values = [parts[0]], parts[1]
+        if index[0].ndim != 2 or index[0].dtype != torch.int64:
+            raise TypeError(f"{name}: COO indices must be an int64 tensor of shape (sparse_dim, nnz)")
+    else:
+        index, values, coalesced = [parts[0], parts[1]], parts[2], True
+        if len(size) - values.ndim + 1 != 2:
+            raise ValueError(f"{name}: CSR/CSC values of shape {tuple(values.shape)} do not match size {size}")
+    for t in (*index, values):
+        if not isinstance(t, torch.Tensor) or t.layout != torch.strided:
+            raise TypeError(f"{name}: the indices and values of a parts tuple must be dense torch tensors")
+    _require(values.shape[0] == index[-1].shape[-1],
+             lambda: f"{name}: {values.shape[0]} values for {index[-1].shape[-1]} indices")
+    return Sparse(layout, index, values, size, coalesced, False)
+
+
+# --------------------------------------------------------------------------
+# torch tensors <-> gpusparse components (zero-copy)
+# --------------------------------------------------------------------------
+
+def to_arrays(*tensors):
+    """NumPy (CPU) or CuPy (CUDA) views of ``tensors`` (detached, made contiguous where needed)."""
+    from gpusparse._components import to_array
+    return tuple(to_array(t.detach().contiguous().resolve_conj().resolve_neg(), "tensor")[0] for t in tensors)
+
+
+def to_tensor(arr, *avoid) -> torch.Tensor:
+    """A torch tensor over ``arr``; a copy where ``arr`` is read-only or shares memory with ``avoid``."""
+    if isinstance(arr, np.ndarray) and not arr.flags.writeable:
+        base = arr.base  # containers hand out read-only views of their (writeable) arrays
+        same = isinstance(base, np.ndarray) and base.flags.writeable and base.dtype == arr.dtype \
+            and base.shape == arr.shape \
+            and base.strides == arr.strides and base.ctypes.data == arr.ctypes.data
+        arr = base if same else arr.copy()
+    out = torch.from_dlpack(arr)
+    if out.numel() and any(a.numel() and a.data_ptr() == out.data_ptr() for a in avoid):
+        out = out.clone()  # custom operators may not return their inputs
+    return out
+
+
+def container(layout, index, values, shape, arrays=False):
+    """A gpusparse array over canonical components (COO coalesced, CSR/CSC sorted), sharing their memory.
+
+    ``values`` is a tensor, or with ``arrays=True`` a NumPy/CuPy array used as is.
+    """
+    from gpusparse.containers import COO, CSC, CSR
+    from gpusparse._device import array_device
+    arrays = to_arrays(*index) + (values,) if arrays else to_arrays(*index, values)
+    data = arrays[-1]
+    dev = array_device(data)
+    fill = data.dtype.type(0)
+    if layout == "coo":
+        return COO._from_parts(arrays[0], data, tuple(shape), fill, dev, sorted=True, unique=True)
+    cls = CSR if layout == "csr" else CSC
+    return cls._from_parts(arrays[0], arrays[1], data, tuple(shape), fill, dev)
+
+
+def pattern(layout, index, shape, like):
+    """A gpusparse array with the pattern ``index`` and zero values of ``like``'s dtype (a broadcast view)."""
+    S = index[0].shape[0] if layout == "coo" else 2
+    nnz = index[-1].shape[-1]
+    from gpusparse._components import to_array
+    zeros = torch.zeros((), dtype=like.dtype, device=like.device).expand((nnz,) + tuple(shape[S:]))
+    return container(layout, index, to_array(zeros, "values")[0], shape, arrays=True)
