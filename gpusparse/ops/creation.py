@@ -1,8 +1,9 @@
-"""Creating sparse arrays: from dense or foreign arrays, zeros, eye, random."""
+"""Creating sparse arrays: from dense or foreign arrays, zeros, full, ones, eye, random, copies."""
 
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -12,7 +13,8 @@ from gpusparse._dtypes import check_value_dtype, normalize_fill_value
 from gpusparse.ops import canonical, convert
 from gpusparse.ops._validate import check_shape
 
-__all__ = ["asarray", "empty_like", "eye", "fromdense", "random", "zeros", "zeros_like"]
+__all__ = ["asarray", "copy", "empty_like", "eye", "fromdense", "full", "full_like", "ones", "ones_like",
+           "random", "zeros", "zeros_like"]
 
 
 def _finish(coo, format, device):
@@ -128,6 +130,38 @@ def asarray(obj, *, format=None, device=None, copy=None, fill_value=None):
     return fromdense(obj, fill_value=fill_value, format=format or "coo", device=device)
 
 
+def _nothing_stored(shape, sparse_dim, dtype, fill, dev, format):
+    """A COO array (then ``format``) of ``shape`` with no stored entries and fill ``fill``."""
+    from gpusparse.containers import COO
+    xp = xp_for(dev)
+    with device_scope(dev):
+        coords = xp.zeros((sparse_dim, 0), dtype=np.int64)
+        data = xp.zeros((0,) + tuple(shape[sparse_dim:]), dtype=dtype)
+    coo = COO._from_parts(coords, data, tuple(shape), fill, dev, sorted=True, unique=True)
+    return _finish(coo, format, None)
+
+
+def _cast_fill(value, dtype, argument="fill_value"):
+    """``value`` cast to ``dtype`` as NumPy's ``full`` does (unsafe casting), as a NumPy scalar."""
+    value = np.asarray(value)
+    if value.ndim != 0:
+        raise ValueError(f"{argument} must be a scalar for a sparse array, got an array of shape "
+                         f"{value.shape}")
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return value.astype(dtype)[()]
+        except (TypeError, ValueError):
+            raise TypeError(f"{argument} {value[()]!r} cannot be cast to {dtype.name}") from None
+
+
+def _like_format(x, format, shape):
+    """The format of a ``*_like`` result: ``format``, else ``x``'s where ``shape`` allows it."""
+    if format is not None:
+        return format
+    return x.format if x.format == "coo" or len(shape) == 2 else "coo"
+
+
 def zeros(shape, dtype=np.float64, format="coo", device=None, *, fill_value=None):
     """An array of ``shape`` with no stored entries (every element is the fill value).
 
@@ -138,38 +172,113 @@ def zeros(shape, dtype=np.float64, format="coo", device=None, *, fill_value=None
     >>> x.nnz, float(x.todense().sum())
     (0, 0.0)
     """
-    from gpusparse.containers import COO
     shape = check_shape(shape)
     dtype = check_value_dtype(dtype, "dtype")
-    dev = as_device(device)
-    xp = xp_for(dev)
-    with device_scope(dev):
-        coords = xp.zeros((len(shape), 0), dtype=np.int64)
-        data = xp.zeros((0,), dtype=dtype)
-    coo = COO._from_parts(coords, data, shape, normalize_fill_value(fill_value, dtype), dev,
-                          sorted=True, unique=True)
-    return _finish(coo, format, None)
+    return _nothing_stored(shape, len(shape), dtype, normalize_fill_value(fill_value, dtype),
+                           as_device(device), format)
+
+
+def full(shape, fill_value, dtype=None, format="coo", device=None):
+    """An array of ``shape`` whose every element is ``fill_value``, none of them stored.
+
+    NumPy's ``full`` (``dtype`` defaults to ``fill_value``'s, which is cast
+    as NumPy casts it); pydata sparse's ``full``.
+
+    Examples
+    --------
+    >>> import gpusparse as gs
+    >>> x = gs.full((2, 2), 7, device="cpu")
+    >>> x.nnz, x.fill_value, x.todense()
+    (0, np.int64(7), array([[7, 7],
+           [7, 7]]))
+    """
+    shape = check_shape(shape)
+    dtype = check_value_dtype(np.asarray(fill_value).dtype if dtype is None else dtype, "dtype")
+    return _nothing_stored(shape, len(shape), dtype, _cast_fill(fill_value, dtype), as_device(device),
+                           format)
+
+
+def ones(shape, dtype=np.float64, format="coo", device=None):
+    """An array of ones with nothing stored (fill value 1): ``full(shape, 1, dtype)``.
+
+    Examples
+    --------
+    >>> import gpusparse as gs
+    >>> gs.ones(3, device="cpu").todense()
+    array([1., 1., 1.])
+    """
+    return full(shape, 1, dtype=np.float64 if dtype is None else dtype, format=format, device=device)
 
 
 def zeros_like(x, dtype=None, format=None, device=None):
     """An array with the shape, fill value, format and device of ``x`` and nothing stored.
 
-    Hybrid arrays keep their sparse/dense split.
+    Hybrid arrays keep their sparse/dense split. For an array of zeros
+    whatever the fill value of ``x`` (NumPy's ``zeros_like``), use
+    ``full_like(x, 0)``.
     """
-    from gpusparse.containers import COO
     dtype = x.dtype if dtype is None else check_value_dtype(dtype, "dtype")
     dev = x.device if device is None else as_device(device)
-    xp = xp_for(dev)
-    with device_scope(dev):
-        coords = xp.zeros((x.sparse_dim, 0), dtype=np.int64)
-        data = xp.zeros((0,) + x.shape[x.sparse_dim:], dtype=dtype)
     fill = np.asarray(x.fill_value).astype(dtype)[()]
-    coo = COO._from_parts(coords, data, x.shape, fill, dev, sorted=True, unique=True)
-    return _finish(coo, format or x.format, None)
+    return _nothing_stored(x.shape, x.sparse_dim, dtype, fill, dev, format or x.format)
 
 
 empty_like = zeros_like
 empty_like.__doc__ = zeros_like.__doc__
+
+
+def full_like(x, fill_value, dtype=None, format=None, device=None, *, shape=None):
+    """An array like ``x`` whose every element is ``fill_value``, none of them stored.
+
+    NumPy's ``full_like`` and pydata sparse's: the dtype, device, format and
+    sparse/dense split of ``x`` unless given; ``fill_value`` is cast to the
+    dtype as NumPy casts it. With ``shape``, every dimension is sparse and
+    the format is ``x``'s where the result is 2-D (else COO).
+
+    Examples
+    --------
+    >>> import numpy as np, gpusparse as gs
+    >>> x = gs.fromdense(np.array([[0, 1], [2, 0]]), device="cpu")
+    >>> y = gs.full_like(x, 5)
+    >>> y.nnz, y.todense()
+    (0, array([[5, 5],
+           [5, 5]]))
+    """
+    dtype = x.dtype if dtype is None else check_value_dtype(dtype, "dtype")
+    dev = x.device if device is None else as_device(device)
+    if shape is None:
+        shape, sparse_dim = x.shape, x.sparse_dim
+    else:
+        shape = check_shape(shape, "shape")
+        sparse_dim = len(shape)
+    return _nothing_stored(shape, sparse_dim, dtype, _cast_fill(fill_value, dtype), dev,
+                           _like_format(x, format, shape))
+
+
+def ones_like(x, dtype=None, format=None, device=None, *, shape=None):
+    """An array of ones like ``x``, none of them stored: ``full_like(x, 1, ...)``.
+
+    Examples
+    --------
+    >>> import numpy as np, gpusparse as gs
+    >>> gs.ones_like(gs.fromdense(np.array([0.0, 3.0]), device="cpu")).todense()
+    array([1., 1.])
+    """
+    return full_like(x, 1, dtype=dtype, format=format, device=device, shape=shape)
+
+
+def copy(x):
+    """A deep copy of ``x`` on its device (NumPy's ``copy``; the method ``x.copy()``).
+
+    Examples
+    --------
+    >>> import numpy as np, gpusparse as gs
+    >>> x = gs.fromdense(np.array([0, 4]), device="cpu")
+    >>> y = gs.copy(x)
+    >>> y.data is x.data, y.todense()
+    (False, array([0, 4]))
+    """
+    return convert.copy(x)
 
 
 def eye(N, M=None, k=0, dtype=np.float64, format="coo", device=None):

@@ -40,7 +40,7 @@ import numpy as np
 
 from gpusparse._components import to_array
 from gpusparse._device import (
-    Device, array_device, device_scope, kernels_for, to_device_array, to_host, xp_for,
+    Device, array_device, device_scope, is_cupy_array, kernels_for, to_device_array, to_host, xp_for,
 )
 from gpusparse.ops import canonical, convert
 from gpusparse.ops._validate import check_axis
@@ -128,7 +128,7 @@ def _raw_items(x, key):
             raw.append(("int", int(obj)))
         elif isinstance(obj, SparseArray):
             raise IndexError("a sparse array cannot be used as an index; use .todense() or .coords")
-        elif isinstance(obj, (list, tuple, np.ndarray)) or hasattr(obj, "__dlpack__"):
+        elif isinstance(obj, (list, tuple, np.ndarray)) or hasattr(obj, "__dlpack__") or is_cupy_array(obj):
             arr = _index_array(obj, x.device)
             if arr.ndim == 0:
                 value = to_host(arr).item()  # sync: a 0-d index acts as a scalar

@@ -624,7 +624,7 @@ def concatenate(arrays, axis=0, *, expand_nonconcat_dim=False):
     zero_fill = fill == 0 and fill == fill
     if axis >= S and not zero_fill:
         S = axis + 1
-    coos = [sparsify(a, S) for a in arrays]
+    coos = canonical.flag_sorted([sparsify(a, S) for a in arrays])  # TF's row-major output from sorted inputs
     coos = [_for_padding(a) if a.shape[S:] != out_shape[S:] and axis < S else a for a in coos]
     xp = xp_for(dev)
     all_sorted = all(a.sorted for a in coos)
@@ -827,6 +827,8 @@ def stack(arrays, axis=0):
 def _atleast(a, ndim):
     if a.ndim >= ndim:
         return a
+    if ndim == 1:
+        return reshape(a, (1,))
     if ndim == 2:
         return expand_dims(a, 0) if a.ndim == 1 else reshape(a, (1, 1))
     if a.ndim == 0:
