@@ -1,16 +1,33 @@
 """Run-time options: ``set_options``, ``get_options``.
 
-One option exists so far:
-
-``auto_densify`` (bool, default False)
+``auto_densify`` (bool, default False; pydata's ``SPARSE_AUTO_DENSIFY``)
     An elementwise operation whose result would be dense -- for example
     ``x + y`` with a dense ``y`` whose elements differ, so that the elements
     of ``x`` that are not stored no longer share one value -- raises
     ``ValueError`` by default, since it may need far more memory than its
     operands. With ``auto_densify`` on it returns a dense NumPy or CuPy array
-    instead. The environment variable ``GPUSPARSE_AUTO_DENSIFY=1`` switches
-    it on for the whole process; :func:`set_options` overrides the
-    environment, for the rest of the program or inside a ``with`` block.
+    instead, and ``np.array(x)`` / ``np.asarray(x)`` of a CPU array return
+    its dense form (without the option they raise ``RuntimeError``; on a
+    CUDA device they raise even with it, since a NumPy array would mean a
+    copy to the host). An in-place operation (``x += dense``) still raises:
+    a sparse array cannot hold a dense result.
+``warn_on_too_dense`` (bool, default False; pydata's ``SPARSE_WARN_ON_TOO_DENSE``)
+    Warn with :class:`~gpusparse.GpuSparseEfficiencyWarning` whenever an
+    array is built -- by a constructor or as the result (or an intermediate)
+    of an operation -- whose components take at least as many bytes as its
+    dense form (``nbytes >= size * itemsize``; 0-size arrays excepted). The
+    check reads metadata only: no pass over the data, no synchronisation.
+
+Each option ``name`` is read from the environment variable
+``GPUSPARSE_<NAME>`` (``1``/``true``/``yes``/``on`` or
+``0``/``false``/``no``/``off``) for the whole process; :func:`set_options`
+overrides the environment, for the rest of the program or inside a ``with``
+block.
+
+Reductions and conversions are not cached (pydata's ``enable_caching``):
+a repeated ``x.sum(axis=0)`` or ``x.T`` costs what it cost the first time,
+and components shared with other libraries may change behind a cache's
+back (see ``SparseArray.check``). Keep a result you need again.
 
 Options live in a :class:`contextvars.ContextVar`, so a ``with`` block
 changes them only for the thread (or asyncio task) that runs it.
@@ -23,7 +40,7 @@ import os
 
 __all__ = ["get_options", "set_options"]
 
-_DEFAULTS = {"auto_densify": False}
+_DEFAULTS = {"auto_densify": False, "warn_on_too_dense": False}
 _overrides: contextvars.ContextVar[dict] = contextvars.ContextVar("gpusparse_options", default={})
 
 _TRUE = ("1", "true", "yes", "on")
@@ -69,7 +86,11 @@ class set_options:
     ----------
     auto_densify : bool, optional
         Let elementwise operations whose result would be dense return a dense
-        array instead of raising ``ValueError``.
+        array instead of raising ``ValueError``, and ``np.asarray(x)`` of a
+        CPU array return its dense form.
+    warn_on_too_dense : bool, optional
+        Warn (``GpuSparseEfficiencyWarning``) when an array is built whose
+        sparse form takes at least as much memory as its dense form.
 
     Examples
     --------
@@ -78,6 +99,9 @@ class set_options:
     >>> with gs.set_options(auto_densify=True):
     ...     x + np.arange(3.0)
     array([1., 1., 4.])
+    >>> with gs.set_options(auto_densify=True):
+    ...     np.asarray(x)
+    array([1., 0., 2.])
     """
 
     def __init__(self, **options):

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import abc
+import functools
 import math
 
 import numpy as np
 
 from gpusparse._device import Device
+from gpusparse.containers._inplace import InPlaceMixin
 
 __all__ = ["SparseArray", "read_only"]
 
@@ -26,7 +28,7 @@ def read_only(component):
     return component
 
 
-class SparseArray(abc.ABC):
+class SparseArray(InPlaceMixin, abc.ABC):
     """Base class of :class:`~gpusparse.COO`, :class:`~gpusparse.CSR` and :class:`~gpusparse.CSC`.
 
     A sparse array has ``sparse_dim`` leading sparse dimensions and
@@ -41,6 +43,35 @@ class SparseArray(abc.ABC):
     _shape: tuple
     _fill_value: np.generic
     _device: Device
+
+    def __init_subclass__(cls, **kwargs):
+        """Follow each format's ``_set`` -- where every array, new or a result, gets its state -- by :meth:`_built`."""
+        super().__init_subclass__(**kwargs)
+        set_state = cls.__dict__.get("_set")
+        if set_state is not None:
+            @functools.wraps(set_state)
+            def _set(self, *args, **kw):
+                set_state(self, *args, **kw)
+                self._built()
+            cls._set = _set
+
+    def _built(self) -> None:
+        """The checks run on every array built: the ``warn_on_too_dense`` option (see ``gpusparse.set_options``).
+
+        Metadata only (nnz, dtype sizes, shape): no pass over the data and
+        no synchronisation.
+        """
+        from gpusparse._options import get_option
+        if not get_option("warn_on_too_dense"):
+            return
+        dense = math.prod(self._shape) * self._data.dtype.itemsize
+        if dense and self.nbytes >= dense:
+            from gpusparse._errors import warn_efficiency
+            warn_efficiency(
+                f"a {type(self).__name__} of shape {self._shape} with {self._data.shape[0]} stored entries "
+                f"takes {self.nbytes} bytes, its dense form {dense}: a dense array would be smaller "
+                "(warn_on_too_dense is on)"
+            )
 
     # -- metadata --------------------------------------------------------
     @property
@@ -208,14 +239,44 @@ class SparseArray(abc.ABC):
         return (2, self._device.index) if self._device.is_cuda else (1, 0)
 
     def __array__(self, dtype=None, copy=None):
-        raise RuntimeError(
-            "gpusparse does not densify implicitly; call .todense() to get a dense array"
-        )
+        """``np.asarray(x)``: the dense array with the ``auto_densify`` option on, else ``RuntimeError``.
+
+        On a CUDA device it raises even with the option on: a NumPy array
+        would mean a copy to the host, which gpusparse never makes behind
+        the caller's back (call ``x.todense()`` and CuPy's ``.get()``).
+        """
+        from gpusparse._options import get_option
+        if not get_option("auto_densify"):
+            raise RuntimeError(
+                "gpusparse does not densify implicitly; call .todense() to get a dense array "
+                "(or switch auto-densify on: gpusparse.set_options(auto_densify=True) or "
+                "GPUSPARSE_AUTO_DENSIFY=1); for a product with a SciPy sparse matrix on the left, "
+                "write gs.matmul(scipy_matrix, x)"
+            )
+        if self._device.is_cuda:
+            raise RuntimeError(
+                f"this array is on {self._device}: a NumPy array would copy it to the host; call "
+                ".todense() for a dense array on the device, and its .get() for a NumPy one"
+            )
+        if copy is False:
+            raise ValueError("densifying a sparse array makes a new array; copy=False cannot be honoured")
+        dense = self.todense()
+        return dense if dtype is None else dense.astype(dtype, copy=False)
 
     def __len__(self) -> int:
+        """The length of the first axis; ``TypeError`` for a 0-d array (NumPy's rule)."""
         if not self._shape:
             raise TypeError("len() of a 0-d sparse array")
         return self._shape[0]
+
+    def __bool__(self) -> bool:
+        """The element's truth for a one-element array; ``ValueError`` otherwise, as NumPy.
+
+        ``if a == b:`` therefore raises for arrays of several elements: use
+        ``(a == b).all()`` (or ``.any()``). Reads one value from the device.
+        """
+        from gpusparse.ops import inplace
+        return inplace.truth(self)
 
     def __repr__(self) -> str:
         return (
@@ -355,10 +416,15 @@ class SparseArray(abc.ABC):
     def __rdivmod__(self, other):
         return self._op("divmod", other, self)
 
-    def __pow__(self, other):
+    def _power(self, other):
+        """``(ufunc name, *other operands)`` of ``self ** other``."""
         if type(other) in (int, float) and other == 2:  # as ndarray's ** (np.square)
-            return self._op("square", self)
-        return self._op("power", self, other)
+            return ("square",)
+        return ("power", other)
+
+    def __pow__(self, other):
+        name, *rest = self._power(other)
+        return self._op(name, self, *rest)
 
     def __rpow__(self, other):
         return self._op("power", other, self)

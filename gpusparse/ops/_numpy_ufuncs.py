@@ -6,10 +6,21 @@ lives in :mod:`gpusparse.ops._numpy_functions`.
 * ``np.sin(x)``, ``np.add(x, y, dtype=...)`` run :func:`elementwise.apply`
   (``__call__``); ``np.add.reduce(x, axis=0)`` runs :func:`reductions.reduce`
   (NumPy's default ``axis=0``). The products registered in
-  ``gpusparse.ops._linalg_numpy.UFUNCS`` (``np.matmul``) go there. ``out=``,
-  ``where=``, generalised ufuncs and the other methods (``accumulate``,
+  ``gpusparse.ops._linalg_numpy.UFUNCS`` (``np.matmul``) go there.
+* ``out=`` takes gpusparse arrays: ``np.add(x, 1, out=x)`` updates ``x``
+  and returns it (see :mod:`gpusparse.ops.inplace` for NumPy's rules on
+  shape and casting that apply). A dense ``out`` raises ``TypeError``:
+  writing a sparse result into it would densify implicitly.
+* ``where=``, generalised ufuncs and the other methods (``accumulate``,
   ``outer``, ``at``, ``reduceat``) return ``NotImplemented``, so NumPy raises
   its usual ``TypeError``.
+
+Examples
+--------
+>>> import numpy as np, gpusparse as gs
+>>> x = gs.COO([[0, 2]], [1.0, 4.0], shape=(3,), device="cpu")
+>>> np.sqrt(x, out=x) is x, x.todense()
+(True, array([1., 0., 2.]))
 """
 
 from __future__ import annotations
@@ -18,16 +29,18 @@ __all__ = ["array_ufunc"]
 
 
 def array_ufunc(ufunc, method, inputs, kwargs):
-    """``__array_ufunc__``: elementwise calls and reductions of any ufunc."""
-    from gpusparse.ops import _linalg_numpy, elementwise, reductions
+    """``__array_ufunc__``: elementwise calls and reductions of any ufunc, with or without ``out=``."""
+    from gpusparse.ops import _linalg_numpy, elementwise, inplace, reductions
     if ufunc in _linalg_numpy.UFUNCS:
         return _linalg_numpy.array_ufunc(ufunc, method, inputs, kwargs)
     kwargs = dict(kwargs)
     out = kwargs.pop("out", None)
-    if out is not None and any(o is not None for o in (out if isinstance(out, tuple) else (out,))):
+    if kwargs.get("where", True) is not True or ufunc.signature is not None:
         return NotImplemented
-    if kwargs.pop("where", True) is not True or ufunc.signature is not None:
-        return NotImplemented
+    kwargs.pop("where", None)
+    outs = out if isinstance(out, tuple) else (out,)
+    if any(o is not None for o in outs):
+        return inplace.ufunc_out(ufunc, method, inputs, kwargs, outs)
     if method == "__call__":
         operands = elementwise.classify(inputs)
         if operands is None:
