@@ -192,3 +192,59 @@ def test_nbytes_density_len_repr(device, fmt):
     assert x.density == pytest.approx(6 / 12)
     assert len(x) == x.shape[0]
     assert type(x).__name__ in repr(x) and "nnz=3" in repr(x)
+
+
+# --------------------------------------------------------------------------
+# Shape inference (torch's sparse_csr_tensor / sparse_csc_tensor without size)
+# --------------------------------------------------------------------------
+
+def _torch_inferred_shape(fmt, indptr, indices, data):
+    torch = pytest.importorskip("torch")
+    make = torch.sparse_csr_tensor if fmt == "csr" else torch.sparse_csc_tensor
+    t = make(torch.from_numpy(np.asarray(indptr, np.int64)), torch.from_numpy(np.asarray(indices, np.int64)),
+             torch.from_numpy(np.ascontiguousarray(data, np.float64)), check_invariants=False)
+    return tuple(t.shape)
+
+
+@given(case=coo_cases(sparse_dim=2, max_dense_dim=2, fill=False), fmt=st.sampled_from(["csr", "csc"]))
+def test_shape_inferred_as_torch_does(device, case, fmt):
+    cls, major = CLASSES[fmt], 0 if fmt == "csr" else 1
+    indptr, indices, data = compressed_parts(case, major)
+    x = cls(indptr, indices, data, device=device)
+    n_minor = int(indices.max()) + 1 if indices.size else 0
+    implied = (case.shape[major], n_minor) if major == 0 else (n_minor, case.shape[major])
+    expected_shape = implied + case.shape[2:]
+    assert x.shape == expected_shape
+    assert x.shape == _torch_inferred_shape(fmt, indptr, indices, np.zeros(data.shape))
+    minor_slices = (slice(None), slice(0, n_minor)) if major == 0 else (slice(0, n_minor), slice(None))
+    assert_sparse_equal(x, case.dense()[minor_slices])
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_shape_inferred_examples(device, fmt):
+    cls = CLASSES[fmt]
+    x = cls(np.array([0, 2, 3]), np.array([0, 4, 1]), np.ones((3, 2)), device=device)
+    assert x.shape == ((2, 5, 2) if fmt == "csr" else (5, 2, 2))
+    empty = cls(np.zeros(4, np.int32), np.zeros(0, np.int32), np.zeros(0), device=device)
+    assert empty.shape == ((3, 0) if fmt == "csr" else (0, 3)) and empty.nnz == 0
+    none = cls(np.zeros(1, np.int32), np.zeros(0, np.int32), np.zeros(0), device=device)
+    assert none.shape == (0, 0)
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+@pytest.mark.parametrize("indptr, indices, match", [
+    ([], [], "indptr must have at least one entry"),
+    ([0, 1, 2], [0, -1], "indices out of range"),
+    ([0, 2, 1, 2], [0, 1], "non-decreasing"),
+    ([1, 2, 2], [0, 1], "start at 0"),
+    ([[0, 1]], [0], "indptr must be 1-d"),
+])
+def test_shape_inference_keeps_validation(device, fmt, indptr, indices, match):
+    data = np.ones(len(indices))
+    with pytest.raises(ValueError, match=match):
+        CLASSES[fmt](np.array(indptr, np.int64), np.array(indices, np.int64), data, device=device)
+
+
+def test_shape_inference_type_errors(device):
+    with pytest.raises(TypeError, match="indices must have an integer dtype"):
+        CSR(np.array([0, 1]), np.array([0.5]), np.ones(1), device=device)

@@ -187,9 +187,9 @@ def test_bad_compressed_shape(shape):
         _csr(shape=shape)
 
 
-def test_compressed_shape_is_required():
-    with pytest.raises(TypeError, match="shape is required"):
-        _csr(shape=None)
+def test_compressed_shape_inferred_needs_indptr():
+    with pytest.raises(ValueError, match="indptr must have at least one entry"):
+        _csr(indptr=np.zeros(0, np.int64), indices=np.zeros(0, np.int64), data=np.zeros(0), shape=None)
 
 
 def test_compressed_fill_value():

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import gpusparse as gs
 from _helpers import CPU, assert_same_on_devices, assert_sparse_equal, check_invariants, put
+from gpusparse._device import to_host
 from gpusparse.ops import manipulation as mp
 from gpusparse.ops import masks, softmax, tf_ops
 from strategies import coo_cases
@@ -300,3 +301,81 @@ def test_same_on_devices(rng):
         return [o.todense() for o in outs] + [empty]
 
     assert_same_on_devices(run)
+
+
+# --------------------------------------------------------------------------
+# concat: TF's row-major output from sorted inputs, flagged or not
+# --------------------------------------------------------------------------
+
+@st.composite
+def concat_cases(draw):
+    """``(parts, axis, expand)``: COO cases to join, sorted (unflagged) or not, TF-style (no dense dims)."""
+    ndim = draw(st.integers(1, 3))
+    axis = draw(st.integers(0, ndim - 1))
+    expand = draw(st.booleans())
+    base = draw(st.lists(st.integers(0, 4), min_size=ndim, max_size=ndim))
+    dtype = draw(st.sampled_from([np.float64, np.int32, np.bool_, np.complex64]))
+    parts = []
+    for _ in range(draw(st.integers(1, 3))):
+        shape = [draw(st.integers(0, 4)) if d == axis or expand else base[d] for d in range(ndim)]
+        size = int(np.prod(shape))
+        keys = draw(st.lists(st.integers(0, size - 1), max_size=8)) if size else []
+        coords = np.array(np.unravel_index(np.asarray(keys, np.intp), shape), np.int64).reshape(ndim, len(keys))
+        data = np.arange(1, len(keys) + 1).astype(dtype) if dtype != np.bool_ else np.ones(len(keys), bool)
+        parts.append((coords, data, tuple(shape)))
+    sort = draw(st.sampled_from(["all", "all", "some"]))
+    if sort == "all":
+        parts = [(c[:, np.lexsort(c[::-1])], d, s) for c, d, s in parts]
+    return parts, axis, expand
+
+
+def tf_concat_order(parts, axis):
+    """A NumPy model of ``tf.sparse.concat`` of sorted inputs: shifted coordinates, stably sorted row-major."""
+    coords, datas, offset = [], [], 0
+    for c, d, s in parts:
+        c = c.copy()
+        c[axis] += offset
+        offset += s[axis]
+        coords.append(c)
+        datas.append(d)
+    c, d = np.concatenate(coords, axis=1), np.concatenate(datas)
+    order = np.lexsort(c[::-1]) if c.shape[0] else np.arange(c.shape[1])
+    return c[:, order], d[order]
+
+
+def _is_row_major(c):
+    return all(tuple(c[:, i]) <= tuple(c[:, i + 1]) for i in range(c.shape[1] - 1))
+
+
+@EXAMPLES
+@given(case=concat_cases())
+def test_concat_of_sorted_unflagged_inputs_is_row_major(device, case):
+    parts, axis, expand = case
+    ndim = parts[0][0].shape[0]
+    out_shape = [max(s[d] for _, _, s in parts) for d in range(ndim)]
+    out_shape[axis] = sum(s[axis] for _, _, s in parts)
+    arrays = [gs.COO(put(c, device), put(d, device), shape=s) for c, d, s in parts]
+    assert not any(a.sorted for a in arrays)  # nothing is flagged: the order has to be found
+    out = mp.concatenate(arrays, axis=axis, expand_nonconcat_dim=expand)
+    check_invariants(out)  # flags honest
+    dense = np.zeros(out_shape, parts[0][1].dtype)
+    for (c, d, s), off in zip(parts, np.cumsum([0] + [s[axis] for _, _, s in parts])):
+        shifted = c.copy()
+        shifted[axis] += off
+        np.add.at(dense, tuple(shifted), d)
+    assert_sparse_equal(out, dense)
+    inputs_sorted = all(_is_row_major(c) for c, _, _ in parts)
+    if inputs_sorted:
+        expected_coords, expected_data = tf_concat_order(parts, axis)
+        assert out.sorted
+        np.testing.assert_array_equal(np.asarray(to_host(out.coords)), expected_coords)
+        np.testing.assert_array_equal(np.asarray(to_host(out.data)), expected_data)
+
+
+def test_tf_concat_examples_without_reorder(device):
+    a = gs.COO(put(np.array([[0, 1, 1], [2, 0, 1]]), device), put(np.array([1, 2, 3]), device), shape=(2, 3))
+    b = gs.COO(put(np.array([[0, 0], [1, 2]]), device), put(np.array([4, 5]), device), shape=(2, 4))
+    out = mp.concatenate([a, b], axis=1)
+    assert out.sorted and out.is_coalesced() and out.shape == (2, 7)
+    np.testing.assert_array_equal(to_host(out.coords), [[0, 0, 0, 1, 1], [2, 4, 5, 0, 1]])
+    np.testing.assert_array_equal(to_host(out.data), [1, 4, 5, 2, 3])

@@ -20,7 +20,7 @@ class _Compressed(SparseArray):
     #: 0 for CSR (rows are compressed), 1 for CSC (columns are compressed).
     _major_axis: int = 0
 
-    def __init__(self, indptr, indices, data, shape, *, fill_value=None, device=None, check=True):
+    def __init__(self, indptr, indices, data, shape=None, *, fill_value=None, device=None, check=True):
         from gpusparse.ops import _validate, canonical
         parts = _validate.compressed_components(
             indptr, indices, data, shape, fill_value, device, check, self._major_axis
@@ -93,8 +93,12 @@ class CSR(_Compressed):
         Column index of each entry.
     data : array_like, shape (nnz, *dense_shape)
         Values; trailing dimensions are dense (hybrid CSR).
-    shape : tuple of int
-        ``(n_rows, n_cols, *dense_shape)``.
+    shape : tuple of int, optional
+        ``(n_rows, n_cols, *dense_shape)``. Inferred when omitted, as
+        torch's ``sparse_csr_tensor`` does: ``len(indptr) - 1`` rows, one
+        column past the largest index (0 without entries), and the dense
+        dimensions of ``data``. On a CUDA device, reading the largest index
+        synchronises once.
     fill_value : scalar, optional
         Value of the elements that are not stored (default 0).
     device : {"cpu", "cuda", "cuda:N"}, optional
@@ -119,6 +123,8 @@ class CSR(_Compressed):
            [0., 3., 0.]])
     >>> x.crow_indices(), x.col_indices()
     (array([0, 2, 3]), array([0, 2, 1]))
+    >>> gs.CSR([0, 2, 3], [0, 2, 1], [1.0, 2.0, 3.0], device="cpu").shape  # inferred
+    (2, 3)
     """
 
     format = "csr"
@@ -137,7 +143,9 @@ class CSC(_Compressed):
     """A sparse array in compressed sparse column format (torch's ``sparse_csc``).
 
     Parameters are those of :class:`CSR` with rows and columns swapped:
-    ``indptr`` has ``n_cols + 1`` entries and ``indices`` holds row indices.
+    ``indptr`` has ``n_cols + 1`` entries and ``indices`` holds row indices;
+    an omitted ``shape`` has ``len(indptr) - 1`` columns and one row past
+    the largest row index (torch's ``sparse_csc_tensor``).
 
     Examples
     --------
@@ -148,6 +156,8 @@ class CSC(_Compressed):
            [0., 3., 0.]])
     >>> x.ccol_indices(), x.row_indices()
     (array([0, 1, 2, 3]), array([0, 1, 0]))
+    >>> gs.CSC([0, 1, 2, 3], [0, 1, 0], [1.0, 3.0, 2.0], device="cpu").shape  # inferred
+    (2, 3)
     """
 
     format = "csc"

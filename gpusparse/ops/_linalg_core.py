@@ -30,14 +30,22 @@ import math
 import numpy as np
 
 from gpusparse._device import device_scope, kernels_for, to_host, xp_for
+from gpusparse._errors import warn_efficiency
 from gpusparse.ops import canonical, convert
 from gpusparse.ops._linalg_operands import (
+    all_sparse,
     as_coo,
     compute_dtype,
     coo_to_csr,
     csr_view,
+    drop_axes,
+    insert_zero_axis,
+    is_sparse,
     linear_keys,
     new_coo,
+    require_zero_fill,
+    result_dtype,
+    settle_duplicates,
 )
 
 __all__ = [
@@ -52,6 +60,8 @@ __all__ = [
     "spmm_into",
     "transpose_2d",
 ]
+# ``_matmul`` (matmul of prepared operands) and the ``_check_*`` / ``_need_*`` helpers
+# are shared by gpusparse.ops.linalg and gpusparse.ops._linalg_torch.
 
 
 # --------------------------------------------------------------------------
@@ -411,3 +421,94 @@ def sparse_sparse(a, b, dtype, fmt):
         out = new_coo(coords, res.data, out_shape, dev,
                       sorted=res.sorted and plan.result_keeps_order(), unique=True)
     return finish_sparse(out, dtype)
+
+
+# --------------------------------------------------------------------------
+# matmul of prepared operands, and the checks every product front end shares
+# --------------------------------------------------------------------------
+
+def _check_operands(a, b, names, what):
+    for x, name in zip((a, b), names):
+        if x.ndim == 0:
+            raise ValueError(f"{what}: {name} is 0-d; it needs at least one dimension "
+                             "(multiply by a scalar instead)")
+        if is_sparse(x):
+            require_zero_fill(x, name, what)
+    return result_dtype((names[0], a.dtype), (names[1], b.dtype))
+
+
+def _matmul_shapes(a_shape, b_shape, names, what):
+    """The shape of ``matmul(a, b)``; ``ValueError`` naming both operands when they cannot multiply."""
+    a2 = (1,) + a_shape if len(a_shape) == 1 else a_shape
+    b2 = b_shape + (1,) if len(b_shape) == 1 else b_shape
+    if a2[-1] != b2[-2]:
+        where = "its only" if len(b_shape) == 1 else "its second-to-last"
+        raise ValueError(
+            f"{what}: inner dimensions differ: {names[0]} has shape {a_shape} "
+            f"({a2[-1]} along its last axis) but {names[1]} has shape {b_shape} "
+            f"({b2[-2]} along {where} axis)"
+        )
+    out = BatchPlan(a2[:-2], b2[:-2], names).out
+    if len(a_shape) > 1:
+        out += (a2[-2],)
+    if len(b_shape) > 1:
+        out += (b2[-1],)
+    return out
+
+
+def _matmul(a, b, names=("a", "b"), what="matmul"):
+    """matmul of prepared operands (at least one sparse, one device)."""
+    dtype = _check_operands(a, b, names, what)
+    out_shape = _matmul_shapes(tuple(a.shape), tuple(b.shape), names, what)
+    sa, sb = is_sparse(a), is_sparse(b)
+    cdt = compute_dtype(dtype)
+    a = settle_duplicates(a, cdt) if sa else a
+    b = settle_duplicates(b, cdt) if sb else b
+    if sa and not sb and a.dense_dim > 0 and b.ndim <= 2:
+        return hybrid_left_dense(a, b, dtype)
+    a1, b1 = a.ndim == 1, b.ndim == 1
+    fmt = a.format if sa and a.ndim == 2 and b.ndim == 2 else "coo"
+    for x, name in ((a, names[0]), (b, names[1])):
+        if is_sparse(x) and x.dense_dim and x.nnz:
+            warn_efficiency(
+                f"{what}: the dense dimensions of {name} (shape {x.shape}, dense_dim={x.dense_dim}) "
+                "are made sparse for this product, one entry per element of every stored block; "
+                "products that contract a dense dimension of the left operand with a 1-D or 2-D "
+                "dense operand keep the blocks as they are"
+            )
+    if sa:
+        a = all_sparse(a)
+        a = insert_zero_axis(a, 0) if a1 else a
+    elif a1:
+        a = a.reshape(1, -1)
+    if sb:
+        b = all_sparse(b)
+        b = insert_zero_axis(b, 1) if b1 else b
+    elif b1:
+        b = b.reshape(-1, 1)
+    if sa and sb:
+        res = sparse_sparse(a, b, dtype, fmt)
+        if not (a1 or b1):
+            return res
+        promoted = ([res.ndim - 2] if a1 else []) + ([res.ndim - 1] if b1 else [])
+        res = drop_axes(as_coo(res), promoted)
+        return res.to_dense() if res.ndim == 0 else res
+    res = sparse_dense(a, b, dtype) if sa else dense_sparse(a, b, dtype)
+    return res.reshape(out_shape)
+
+
+def _need_ndim(x, ndim, name, what):
+    if x.ndim != ndim:
+        raise ValueError(f"{what}: {name} must be {ndim}-D, got shape {tuple(x.shape)}")
+
+
+def _need_sparse(x, name, what, dense_ok=False):
+    if not is_sparse(x):
+        raise TypeError(f"{what}: {name} must be a sparse array, got {type(x).__name__}")
+    if x.dense_dim and not dense_ok:
+        raise ValueError(f"{what}: {name} must have no dense dimensions, got dense_dim={x.dense_dim}")
+
+
+def _need_dense(x, name, what):
+    if is_sparse(x):
+        raise TypeError(f"{what}: {name} must be dense, got a sparse {type(x).__name__}")

@@ -7,6 +7,15 @@ device is an error naming both), :func:`result_dtype` applies NumPy's type
 promotion, and :func:`require_zero_fill` enforces pydata's rule that
 products need a zero fill value.
 
+Operands of other libraries are normalised here too. A sparse array of
+SciPy, torch, CuPy, pydata or JAX becomes a gpusparse array through
+:func:`gpusparse.ops.interop.from_foreign`, sharing its components where
+the layouts allow (SciPy CSR/CSC: no copy). A dense operand enters as a
+NumPy or CuPy array through DLPack (zero-copy), and :func:`returns_operand_kind`
+gives a dense result back as the type of the first dense operand: a torch
+tensor for torch input (same device), a JAX array for JAX input, NumPy or
+CuPy otherwise.
+
 A sparse matrix enters a kernel as a :class:`CsrView`: CSR arrays plus the
 operation (``"N"``, ``"T"``, ``"H"``) that turns the stored matrix into the
 operand. CSR is used as it is, CSC as the transpose of its own arrays read as
@@ -16,12 +25,17 @@ CSR (no conversion), and COO is compressed once per product.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import itertools
 import math
+import sys
 
 import numpy as np
 
 from gpusparse._components import to_array
-from gpusparse._device import array_device, device_of, device_scope, kernels_for, to_device_array, to_host, xp_for
+from gpusparse._device import (
+    array_device, device_of, device_scope, is_cupy_array, to_device_array, xp_for,
+)
 from gpusparse._dtypes import VALUE_DTYPES, check_value_dtype
 from gpusparse._errors import warn_efficiency
 from gpusparse.ops import canonical, convert
@@ -34,6 +48,7 @@ __all__ = [
     "prepare",
     "require_zero_fill",
     "result_dtype",
+    "returns_operand_kind",
     "settle_duplicates",
 ]
 
@@ -50,12 +65,17 @@ def is_sparse(x) -> bool:
 def prepare(operands, names):
     """``(arrays, device)``: sparse operands as they are, dense ones as arrays on the common device.
 
-    Raises ``ValueError`` naming both operands when they live on different
+    Sparse arrays of other libraries (SciPy, torch, CuPy, pydata, JAX)
+    become gpusparse arrays here, sharing their components where the
+    layouts allow. Raises ``ValueError`` naming both operands when they live on different
     devices, ``TypeError`` naming an operand that is not array-like or has a
     dtype gpusparse does not support.
     """
+    from gpusparse.ops.interop import from_foreign
     converted, placed = [], []
     for obj, name in zip(operands, names):
+        if not (obj is None or is_sparse(obj) or isinstance(obj, np.ndarray) or is_cupy_array(obj)):
+            obj = _foreign_sparse(obj, name, from_foreign)
         if obj is None or is_sparse(obj):
             converted.append(obj)
             placed.append(True)
@@ -73,6 +93,69 @@ def prepare(operands, names):
             x = to_device_array(x, dev)
         out.append(x)
     return out, dev
+
+
+def _foreign_sparse(obj, name, from_foreign):
+    """``obj`` as a gpusparse array when it is another library's sparse array, else ``obj`` itself."""
+    try:
+        sparse = from_foreign(obj)
+    except TypeError as exc:
+        raise TypeError(f"{name}: {exc}") from exc
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from exc
+    return obj if sparse is None else sparse
+
+
+def _dense_kind(obj):
+    """How to give a dense result back for operand ``obj``: a converter, ``False`` (as it is) or None (not dense)."""
+    if isinstance(obj, np.ndarray) or is_cupy_array(obj):
+        return False
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(obj, torch.Tensor) and obj.layout == torch.strided:
+        return _to_torch
+    jax = sys.modules.get("jax")
+    if jax is not None and isinstance(obj, jax.Array):
+        return _to_jax
+    return None
+
+
+def _to_torch(out):
+    import torch
+    return torch.from_dlpack(out)
+
+
+def _to_jax(out):
+    """A JAX array over ``out``'s memory where JAX keeps its dtype (x64 off narrows 64-bit types): else ``out``."""
+    import jax
+    import jax.numpy as jnp
+    if jax.dtypes.canonicalize_dtype(out.dtype) != out.dtype:
+        return out
+    return jnp.from_dlpack(out)
+
+
+def returns_operand_kind(product):
+    """Decorate a product so that a dense result has the type of its first dense array operand.
+
+    torch tensors give torch tensors (on their device), JAX arrays give JAX
+    arrays (where JAX can hold the result's dtype: with x64 disabled a
+    64-bit result stays a NumPy/CuPy array rather than being narrowed),
+    NumPy and CuPy arrays their own type; lists and scalars do not count.
+    Results share memory with the computed array (DLPack, no copy). Sparse
+    results are gpusparse arrays whatever the operands.
+    """
+    @functools.wraps(product)
+    def wrapped(*args, **kwargs):
+        out = product(*args, **kwargs)
+        if is_sparse(out):
+            return out
+        for arg in itertools.chain(args, kwargs.values()):
+            kind = _dense_kind(arg)
+            if kind is not None:
+                if not kind:
+                    return out
+                return kind(np.asarray(out) if isinstance(out, np.generic) else out)
+        return out
+    return wrapped
 
 
 def result_dtype(*named_dtypes) -> np.dtype:
@@ -180,17 +263,10 @@ def coo_to_csr(x, *, warn=True):
     entries are in row-major order already, no sort happens and nothing is
     said.
     """
-    from gpusparse.containers import CSR, COO
-    if not x.sorted and x.nnz > 1 and len(canonical.key_groups(x.shape)) == 1:
-        dev = x.device
-        k = kernels_for(dev)
-        with device_scope(dev):
-            keys = k.linearize(x.coords, x.shape)
-            state = int(to_host(k.sortedness(keys)))  # sync: does the product need a sort?
-        if state:
-            x = COO._from_parts(x.coords, x.data, x.shape, x.fill_value, dev, sorted=True,
-                                unique=x.unique or state == 2)
-        elif warn:
+    from gpusparse.containers import CSR
+    if not x.sorted:
+        x = canonical.flag_sorted([x])[0]  # sync: does the product need a sort?
+        if not x.sorted and warn:
             warn_efficiency(
                 "multiplying an unsorted COO array sorts its entries on every call; convert it "
                 "once with .tocsr() (or .coalesce()) and reuse the result"

@@ -151,15 +151,13 @@ def compressed_components(indptr, indices, data, shape, fill_value, device, chec
     arrays, dev = place_components({"indptr": indptr, "indices": indices, "data": data}, device)
     indptr, indices, data = arrays["indptr"], arrays["indices"], arrays["data"]
     xp = xp_for(dev)
-    if shape is None:
-        raise TypeError("shape is required for compressed formats")
-    shape = check_shape(shape)
     if indptr.ndim != 1:
         raise ValueError(f"indptr must be 1-d, got shape {indptr.shape}")
     if indices.ndim != 1:
         raise ValueError(f"indices must be 1-d, got shape {indices.shape}")
     _integer_index_array(indptr, "indptr", xp)
     _integer_index_array(indices, "indices", xp)
+    shape = check_shape(_implied_compressed_shape(indptr, indices, data, major_axis) if shape is None else shape)
     nnz = indices.shape[0]
     if data.ndim == 0:
         data = xp.broadcast_to(data, (nnz,))
@@ -187,6 +185,15 @@ def compressed_components(indptr, indices, data, shape, fill_value, device, chec
     indices = xp.ascontiguousarray(indices, dtype=index_dtype)
     fill = normalize_fill_value(fill_value, data.dtype)
     return indptr, indices, data, shape, fill, dev
+
+
+def _implied_compressed_shape(indptr, indices, data, major_axis) -> tuple:
+    """torch's shape for omitted ``shape``: ``len(indptr) - 1`` majors, one minor past the largest index."""
+    if indptr.shape[0] == 0:
+        raise ValueError("indptr must have at least one entry (number of rows or columns + 1), got 0")
+    n_minor = max(int(to_host(indices.max())) + 1, 0) if indices.shape[0] else 0  # sync: the implied shape
+    dims = (indptr.shape[0] - 1, n_minor)
+    return (dims if major_axis == 0 else dims[::-1]) + tuple(data.shape[1:])
 
 
 def check_structure(indptr, indices, n_minor, xp) -> None:

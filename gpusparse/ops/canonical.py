@@ -14,7 +14,7 @@ import numpy as np
 
 from gpusparse._device import device_scope, kernels_for, to_host, xp_for
 
-__all__ = ["coalesce", "is_compressed_canonical", "make_compressed_canonical", "reorder", "sum_segments", "take_rows"]
+__all__ = ["coalesce", "flag_sorted", "is_compressed_canonical", "make_compressed_canonical", "reorder", "sum_segments", "take_rows"]
 
 _KEY_LIMIT = 2**63  # linear keys must stay below this
 
@@ -192,6 +192,38 @@ def reorder(x):
         coords = k.take_columns(x.coords, perm)
         data = take_rows(x.data, perm, k)
     return COO._from_parts(coords, data, x.shape, x.fill_value, dev, sorted=True, unique=x.unique)
+
+
+def flag_sorted(arrays):
+    """The COO ``arrays`` with their order tested: those found sorted come back flagged so.
+
+    Arrays flagged sorted already are kept; every other one costs a pass
+    over its keys, and all of them together one synchronisation. Components
+    are shared, never copied; arrays found unsorted are returned as they are.
+
+    >>> import gpusparse as gs
+    >>> x = gs.COO([[0, 1, 1], [2, 0, 2]], [1.0, 2.0, 3.0], device="cpu")
+    >>> x.sorted, flag_sorted([x])[0].is_coalesced()
+    (False, True)
+    """
+    arrays = [_flagged(x, unique=True) if not x.sorted and x.nnz <= 1 else x for x in arrays]
+    todo = [i for i, x in enumerate(arrays) if not x.sorted]
+    if not todo:
+        return arrays
+    dev = arrays[todo[0]].device
+    k, xp = kernels_for(dev), xp_for(dev)
+    with device_scope(dev):
+        states = []
+        for i in todo:
+            x = arrays[i]
+            shape = x.shape[: x.sparse_dim]
+            rows = [k.linearize(x.coords[a:b], shape[a:b]) for a, b in key_groups(shape)]
+            states.append(k.sortedness(rows[0] if len(rows) == 1 else xp.stack(rows)).reshape(1))
+        states = to_host(xp.concatenate(states))  # sync: the order of every unflagged array, in one read
+    for i, state in zip(todo, states):
+        if state:
+            arrays[i] = _flagged(arrays[i], unique=arrays[i].unique or state == 2)
+    return arrays
 
 
 def _flagged(x, *, unique):

@@ -22,9 +22,18 @@ CSR and CSC operands alike:
   NumPy's dense product gives ``nan``. Stored zeros are multiplied as
   values (``0.0 * inf`` is ``nan``).
 
+torch's family (``mm``, ``mv``, ``bmm``, ``addmm``, ``sspaddmm``, ``hspmm``,
+``smm``, ``sampled_addmm``) lives in :mod:`gpusparse.ops._linalg_torch` and
+is re-exported here; the engines are in :mod:`gpusparse.ops._linalg_core`.
+
 Dense operands may be NumPy or device arrays, any DLPack producer (torch,
 JAX) or nested lists; they must live on the sparse operand's device (lists
-are moved there). Operations run on that device.
+are moved there). Operations run on that device. A dense result has the
+type of the first dense array operand (torch in, torch out; see
+:func:`gpusparse.ops._linalg_operands.returns_operand_kind`). Sparse
+operands of other libraries (SciPy, torch, CuPy, pydata, JAX) are converted
+without copies where the layouts allow, and the product is computed as for
+gpusparse arrays.
 """
 
 from __future__ import annotations
@@ -35,36 +44,40 @@ import operator
 import numpy as np
 
 from gpusparse._device import device_scope, kernels_for, xp_for
-from gpusparse._errors import warn_efficiency
 from gpusparse.ops import canonical, convert
 from gpusparse.ops._linalg_core import (
-    BatchPlan,
+    _matmul,
+    _need_ndim,
     dense_sparse,
-    finish_dense,
     finish_sparse,
-    hybrid_left_dense,
     sparse_dense,
-    sparse_sparse,
     spgemm_2d,
-    spmm_into,
     transpose_2d,
 )
 from gpusparse.ops._linalg_operands import (
-    CsrView,
     all_sparse,
     as_coo,
     compute_dtype,
     coo_to_csr,
-    csr_view,
-    drop_axes,
-    insert_zero_axis,
     is_sparse,
     linear_keys,
     new_coo,
     prepare,
     require_zero_fill,
     result_dtype,
+    returns_operand_kind,
     settle_duplicates,
+)
+from gpusparse.ops._linalg_torch import (
+    MM_REDUCE_OPS,
+    addmm,
+    bmm,
+    hspmm,
+    mm,
+    mv,
+    sampled_addmm,
+    smm,
+    sspaddmm,
 )
 from gpusparse.ops._validate import check_shape
 
@@ -87,85 +100,12 @@ __all__ = [
     "tensordot",
 ]
 
-#: ``reduce=`` values of :func:`mm` (torch's ``amax`` / ``amin`` are accepted too).
-MM_REDUCE_OPS = ("sum", "mean", "max", "min")
-_REDUCE_ALIASES = {"amax": "max", "amin": "min"}
-
 
 # --------------------------------------------------------------------------
 # matmul
 # --------------------------------------------------------------------------
 
-def _check_operands(a, b, names, what):
-    for x, name in zip((a, b), names):
-        if x.ndim == 0:
-            raise ValueError(f"{what}: {name} is 0-d; it needs at least one dimension "
-                             "(multiply by a scalar instead)")
-        if is_sparse(x):
-            require_zero_fill(x, name, what)
-    return result_dtype((names[0], a.dtype), (names[1], b.dtype))
-
-
-def _matmul_shapes(a_shape, b_shape, names, what):
-    """The shape of ``matmul(a, b)``; ``ValueError`` naming both operands when they cannot multiply."""
-    a2 = (1,) + a_shape if len(a_shape) == 1 else a_shape
-    b2 = b_shape + (1,) if len(b_shape) == 1 else b_shape
-    if a2[-1] != b2[-2]:
-        where = "its only" if len(b_shape) == 1 else "its second-to-last"
-        raise ValueError(
-            f"{what}: inner dimensions differ: {names[0]} has shape {a_shape} "
-            f"({a2[-1]} along its last axis) but {names[1]} has shape {b_shape} "
-            f"({b2[-2]} along {where} axis)"
-        )
-    out = BatchPlan(a2[:-2], b2[:-2], names).out
-    if len(a_shape) > 1:
-        out += (a2[-2],)
-    if len(b_shape) > 1:
-        out += (b2[-1],)
-    return out
-
-
-def _matmul(a, b, names=("a", "b"), what="matmul"):
-    """matmul of prepared operands (at least one sparse, one device)."""
-    dtype = _check_operands(a, b, names, what)
-    out_shape = _matmul_shapes(tuple(a.shape), tuple(b.shape), names, what)
-    sa, sb = is_sparse(a), is_sparse(b)
-    cdt = compute_dtype(dtype)
-    a = settle_duplicates(a, cdt) if sa else a
-    b = settle_duplicates(b, cdt) if sb else b
-    if sa and not sb and a.dense_dim > 0 and b.ndim <= 2:
-        return hybrid_left_dense(a, b, dtype)
-    a1, b1 = a.ndim == 1, b.ndim == 1
-    fmt = a.format if sa and a.ndim == 2 and b.ndim == 2 else "coo"
-    for x, name in ((a, names[0]), (b, names[1])):
-        if is_sparse(x) and x.dense_dim and x.nnz:
-            warn_efficiency(
-                f"{what}: the dense dimensions of {name} (shape {x.shape}, dense_dim={x.dense_dim}) "
-                "are made sparse for this product, one entry per element of every stored block; "
-                "products that contract a dense dimension of the left operand with a 1-D or 2-D "
-                "dense operand keep the blocks as they are"
-            )
-    if sa:
-        a = all_sparse(a)
-        a = insert_zero_axis(a, 0) if a1 else a
-    elif a1:
-        a = a.reshape(1, -1)
-    if sb:
-        b = all_sparse(b)
-        b = insert_zero_axis(b, 1) if b1 else b
-    elif b1:
-        b = b.reshape(-1, 1)
-    if sa and sb:
-        res = sparse_sparse(a, b, dtype, fmt)
-        if not (a1 or b1):
-            return res
-        promoted = ([res.ndim - 2] if a1 else []) + ([res.ndim - 1] if b1 else [])
-        res = drop_axes(as_coo(res), promoted)
-        return res.to_dense() if res.ndim == 0 else res
-    res = sparse_dense(a, b, dtype) if sa else dense_sparse(a, b, dtype)
-    return res.reshape(out_shape)
-
-
+@returns_operand_kind
 def matmul(a, b):
     """Matrix product with NumPy's ``matmul`` rules; one operand at least is sparse.
 
@@ -277,6 +217,7 @@ def _scale(x, s, dtype):
     return rebuild(x, arrays[:-1] + (data,), fill_value=fill)
 
 
+@returns_operand_kind
 def tensordot(a, b, axes=2):
     """Sum of products over the given axes (NumPy's ``tensordot``), on any axes of sparse operands.
 
@@ -355,6 +296,7 @@ def tensordot(a, b, axes=2):
         return res.reshape(out_shape)
 
 
+@returns_operand_kind
 def dot(a, b):
     """NumPy's ``dot``: matmul for 1-D and 2-D operands, tensordot over (last of a, second-to-last of b) for N-d.
 
@@ -389,6 +331,7 @@ def dot(a, b):
     return tensordot(a, b, axes=([a.ndim - 1], [max(b.ndim - 2, 0)]))
 
 
+@returns_operand_kind
 def inner(a, b):
     """NumPy's ``inner``: sum over the last axes of both (a scalar operand scales the other).
 
@@ -418,6 +361,7 @@ def _coo_operand(x, dev, dtype):
     return fromdense(x, device=dev)
 
 
+@returns_operand_kind
 def outer(a, b):
     """Outer product of the flattened operands (NumPy's ``outer``), as a sparse COO matrix.
 
@@ -447,6 +391,7 @@ def outer(a, b):
                        sorted=A.sorted and B.sorted, unique=A.unique and B.unique)
 
 
+@returns_operand_kind
 def kron(a, b):
     """Kronecker product (NumPy's ``kron``, any rank), as a sparse COO array.
 
@@ -483,378 +428,6 @@ def kron(a, b):
 
 
 # --------------------------------------------------------------------------
-# torch: mm, mv, bmm, addmm, sspaddmm, hspmm, smm, sampled_addmm
-# --------------------------------------------------------------------------
-
-def _need_ndim(x, ndim, name, what):
-    if x.ndim != ndim:
-        raise ValueError(f"{what}: {name} must be {ndim}-D, got shape {tuple(x.shape)}")
-
-
-def _need_sparse(x, name, what, dense_ok=False):
-    if not is_sparse(x):
-        raise TypeError(f"{what}: {name} must be a sparse array, got {type(x).__name__}")
-    if x.dense_dim and not dense_ok:
-        raise ValueError(f"{what}: {name} must have no dense dimensions, got dense_dim={x.dense_dim}")
-
-
-def _need_dense(x, name, what):
-    if is_sparse(x):
-        raise TypeError(f"{what}: {name} must be dense, got a sparse {type(x).__name__}")
-
-
-def _reduce_name(reduce):
-    op = _REDUCE_ALIASES.get(reduce, reduce)
-    if op not in MM_REDUCE_OPS:
-        raise ValueError(f"reduce must be one of {MM_REDUCE_OPS} (or 'amax', 'amin'), got {reduce!r}")
-    return op
-
-
-def mm(a, b, reduce=None):
-    """Matrix product of two 2-D operands (torch's ``mm`` / ``sparse.mm``), optionally reduced.
-
-    Parameters
-    ----------
-    a, b : 2-D operands, one sparse at least
-    reduce : {None, "sum", "mean", "max", "min"}, optional
-        With a reduction, ``a`` must be sparse and ``b`` dense, and
-        ``out[i, :] = reduce over the stored (i, j) of a_ij * b[j, :]``;
-        rows of ``a`` without entries give 0 (torch's
-        ``sparse.mm(a, b, reduce=)``; ``"amax"`` / ``"amin"`` are accepted).
-        ``mean`` of integers is float64 (NumPy's mean); ``max`` / ``min`` of
-        complex values raise ``TypeError``.
-
-    Notes
-    -----
-    Only stored elements are multiplied, as in SciPy: an unstored (structural)
-    zero times ``inf`` or ``nan`` in the other operand contributes nothing,
-    where NumPy's dense product would give ``nan`` (``0 * inf``). A stored
-    zero is multiplied like any value (``0.0 * inf`` is ``nan``).
-
-    Examples
-    --------
-    >>> import numpy as np, gpusparse as gs
-    >>> a = gs.CSR([0, 2, 2, 3], [0, 2, 1], [1.0, -2.0, 3.0], shape=(3, 3), device="cpu")
-    >>> b = np.array([[1.0, 2.0], [3.0, -4.0], [5.0, 6.0]])
-    >>> mm(a, b, reduce="max").tolist()
-    [[1.0, 2.0], [0.0, 0.0], [9.0, -12.0]]
-    """
-    (a, b), dev = prepare((a, b), ("a", "b"))
-    _need_ndim(a, 2, "a", "mm")
-    _need_ndim(b, 2, "b", "mm")
-    op = None if reduce is None else _reduce_name(reduce)
-    if op in (None, "sum"):
-        if not (is_sparse(a) or is_sparse(b)):
-            with device_scope(dev):
-                return xp_for(dev).matmul(a, b)
-        with device_scope(dev):
-            return _matmul(a, b, what="mm")
-    _need_sparse(a, "a", "mm(reduce=...)")
-    _need_dense(b, "b", "mm(reduce=...)")
-    dtype = _check_operands(a, b, ("a", "b"), "mm")
-    _matmul_shapes(tuple(a.shape), tuple(b.shape), ("a", "b"), "mm")
-    if op == "mean" and dtype.kind in "biu":
-        dtype = np.dtype(np.float64)
-    if op in ("max", "min") and dtype.kind == "c":
-        raise TypeError(f"mm: reduce={reduce!r} is not defined for complex values ({dtype.name})")
-    cdt = compute_dtype(dtype)
-    k, xp = kernels_for(dev), xp_for(dev)
-    with device_scope(dev):
-        csr = a.asformat("csr") if a.format == "csc" else a
-        view = csr_view(csr)
-        if a.shape[0] * b.shape[1] == 0:
-            return xp.zeros((a.shape[0], b.shape[1]), dtype=dtype)
-        out = k.spmm_reduce(view.indptr, view.indices, view.data.astype(cdt, copy=False),
-                            view.stored_shape, xp.ascontiguousarray(b.astype(cdt, copy=False)), op)
-        return finish_dense(out, dtype)
-
-
-def mv(a, v):
-    """Matrix-vector product (torch's ``mv``): 2-D ``a`` times 1-D ``v``.
-
-    Unstored zeros of ``a`` times ``inf`` or ``nan`` in ``v`` contribute
-    nothing (SciPy's rule, see :func:`matmul`).
-
-    Examples
-    --------
-    >>> import numpy as np, gpusparse as gs
-    >>> mv(gs.eye(2, device="cpu"), np.array([3.0, 4.0]))
-    array([3., 4.])
-    """
-    (a, v), dev = prepare((a, v), ("a", "v"))
-    _need_ndim(a, 2, "a", "mv")
-    _need_ndim(v, 1, "v", "mv")
-    with device_scope(dev):
-        return _matmul(a, v, ("a", "v"), "mv")
-
-
-def bmm(a, b):
-    """Batched matrix product (torch's ``bmm``): 3-D operands with the same batch size.
-
-    Examples
-    --------
-    >>> import numpy as np, gpusparse as gs
-    >>> x = gs.fromdense(np.stack([np.eye(2), 2 * np.eye(2)]), device="cpu")
-    >>> bmm(x, np.ones((2, 2, 1)))[:, :, 0].tolist()
-    [[1.0, 1.0], [2.0, 2.0]]
-    """
-    (a, b), dev = prepare((a, b), ("a", "b"))
-    _need_ndim(a, 3, "a", "bmm")
-    _need_ndim(b, 3, "b", "bmm")
-    if a.shape[0] != b.shape[0]:
-        raise ValueError(f"bmm: batch sizes differ: a has {a.shape[0]}, b has {b.shape[0]}")
-    with device_scope(dev):
-        return _matmul(a, b, what="bmm")
-
-
-def _check_scalar(value, name):
-    """``value`` as a Python number (so that it promotes weakly, as NumPy's scalars do)."""
-    arr = np.asarray(value)
-    if arr.ndim != 0 or arr.dtype.kind not in "biufc":
-        raise TypeError(f"{name} must be a number, got {value!r}")
-    return arr.item()
-
-
-def _with_scalars(dtype, *scalars):
-    """``dtype`` promoted with Python scalars (NumPy 2's weak promotion)."""
-    out = np.result_type(dtype, *scalars)
-    return result_dtype(("the operands", out))
-
-
-def _sparse_axpby(x, y, alpha, beta, dtype):
-    """``beta * x + alpha * y`` for same-shape sparse ``x``, ``y`` (zero fills): coalesced COO."""
-    xc, yc = as_coo(settle_duplicates(x, dtype)), as_coo(settle_duplicates(y, dtype))
-    dev = x.device
-    xp = xp_for(dev)
-    with device_scope(dev):
-        coords = xp.concatenate([xc.coords, yc.coords], axis=1)
-        data = xp.concatenate([xc.data.astype(dtype) * dtype.type(beta),
-                               yc.data.astype(dtype) * dtype.type(alpha)])
-    return canonical.coalesce(new_coo(coords, data, x.shape, dev, sorted=False, unique=False))
-
-
-def addmm(input, mat1, mat2, *, beta=1, alpha=1):
-    """``beta * input + alpha * (mat1 @ mat2)`` (torch's ``addmm`` / ``sparse.addmm``).
-
-    ``mat1`` and ``mat2`` are 2-D, one sparse at least. When their product
-    is dense, ``input`` must be dense and broadcast to the result; when both
-    are sparse, ``input`` may be sparse (sparse result, ``mat1``'s format
-    for CSR/CSC, else COO) or dense (dense result). ``beta == 0`` ignores
-    ``input``'s values (NaN included), as torch does.
-
-    Examples
-    --------
-    >>> import numpy as np, gpusparse as gs
-    >>> a = gs.eye(2, format="csr", device="cpu")
-    >>> addmm(np.ones((2, 2)), a, np.full((2, 2), 3.0), beta=2.0, alpha=0.5).tolist()
-    [[3.5, 3.5], [3.5, 3.5]]
-    """
-    (input, mat1, mat2), dev = prepare((input, mat1, mat2), ("input", "mat1", "mat2"))
-    _need_ndim(mat1, 2, "mat1", "addmm")
-    _need_ndim(mat2, 2, "mat2", "addmm")
-    beta, alpha = _check_scalar(beta, "beta"), _check_scalar(alpha, "alpha")
-    if not (is_sparse(mat1) or is_sparse(mat2)):
-        raise TypeError("addmm: mat1 or mat2 must be sparse (use the dense library for dense operands)")
-    _check_operands(mat1, mat2, ("mat1", "mat2"), "addmm")
-    _matmul_shapes(tuple(mat1.shape), tuple(mat2.shape), ("mat1", "mat2"), "addmm")
-    dtype = result_dtype(("input", input.dtype), ("mat1", mat1.dtype), ("mat2", mat2.dtype))
-    dtype = _with_scalars(dtype, alpha, beta)
-    m, n = mat1.shape[0], mat2.shape[1]
-    xp = xp_for(dev)
-    with device_scope(dev):
-        if is_sparse(input):
-            require_zero_fill(input, "input", "addmm")
-            if input.shape != (m, n):
-                raise ValueError(f"addmm: input has shape {input.shape}, the product has {(m, n)}")
-            if not (is_sparse(mat1) and is_sparse(mat2)):
-                raise TypeError("addmm: a sparse input needs sparse mat1 and mat2 "
-                                "(sspaddmm takes a sparse input with a dense mat2)")
-            prod = _matmul(mat1, mat2, ("mat1", "mat2"), "addmm")
-            out = _sparse_axpby(input, prod, alpha, beta, dtype)
-            fmt = mat1.format
-            return out if fmt == "coo" else convert.asformat(out, fmt)
-        try:
-            base = xp.broadcast_to(input, (m, n))
-        except ValueError:
-            raise ValueError(f"addmm: input of shape {input.shape} does not broadcast to the "
-                             f"product's shape {(m, n)}") from None
-        cdt = compute_dtype(dtype)
-        fused = is_sparse(mat1) and not is_sparse(mat2) and mat1.dense_dim == 0 and dtype != np.bool_
-        if fused and m * n and mat1.nnz and mat1.shape[1]:
-            out = xp.array(base, dtype=cdt, copy=True) if beta != 0 else xp.empty((m, n), dtype=cdt)
-            view = csr_view(mat1).astype(cdt)
-            spmm_into(view, mat2.astype(cdt, copy=False), out, dev, cdt.type(alpha), cdt.type(beta))
-            return out
-        prod = _matmul(mat1, mat2, ("mat1", "mat2"), "addmm")
-        prod = prod.to_dense() if is_sparse(prod) else prod
-        scaled = prod.astype(dtype) * dtype.type(alpha)
-        if beta == 0:
-            return xp.ascontiguousarray(xp.broadcast_to(scaled, (m, n)))
-        return base.astype(dtype) * dtype.type(beta) + scaled
-
-
-def _nonempty_rows_csr(a, xp):
-    """``(rows, sub_indptr)``: the rows of canonical CSR ``a`` holding entries, and their index pointer."""
-    indptr = a.indptr
-    counts = indptr[1:] - indptr[:-1]
-    rows = xp.nonzero(counts)[0].astype(np.int64)  # sync: the number of non-empty rows
-    sub = xp.concatenate([indptr[rows], indptr[-1:]])
-    return rows, sub
-
-
-def hspmm(mat1, mat2):
-    """Sparse (m, k) @ dense (k, n) as a hybrid COO: one stored row (n values) per non-empty row of ``mat1``.
-
-    torch's ``hspmm``: the result has ``sparse_dim == 1`` and
-    ``dense_dim == 1``, and stores exactly the rows of ``mat1`` that hold
-    entries. May synchronise the device (the number of such rows).
-
-    Examples
-    --------
-    >>> import numpy as np, gpusparse as gs
-    >>> a = gs.COO([[0, 0], [0, 2]], [1.0, 2.0], shape=(3, 3), device="cpu")
-    >>> h = hspmm(a, np.ones((3, 2)))
-    >>> h.coords, h.data, h.shape
-    (array([[0]]), array([[3., 3.]]), (3, 2))
-    """
-    from gpusparse.containers import COO
-    (mat1, mat2), dev = prepare((mat1, mat2), ("mat1", "mat2"))
-    _need_sparse(mat1, "mat1", "hspmm")
-    _need_dense(mat2, "mat2", "hspmm")
-    _need_ndim(mat1, 2, "mat1", "hspmm")
-    _need_ndim(mat2, 2, "mat2", "hspmm")
-    dtype = _check_operands(mat1, mat2, ("mat1", "mat2"), "hspmm")
-    _matmul_shapes(tuple(mat1.shape), tuple(mat2.shape), ("mat1", "mat2"), "hspmm")
-    cdt = compute_dtype(dtype)
-    xp = xp_for(dev)
-    m, n = mat1.shape[0], mat2.shape[1]
-    with device_scope(dev):
-        csr = mat1 if mat1.format == "csr" else (coo_to_csr(mat1) if mat1.format == "coo"
-                                                 else convert.asformat(mat1, "csr"))
-        rows, sub = _nonempty_rows_csr(csr, xp)
-        vals = xp.empty((rows.shape[0], n), dtype=cdt)
-        view = CsrView(sub, csr.indices, csr.data.astype(cdt, copy=False), (rows.shape[0], mat1.shape[1]))
-        spmm_into(view, mat2.astype(cdt, copy=False), vals, dev)
-        vals = finish_dense(vals, dtype)
-        return COO._from_parts(rows.reshape(1, -1), xp.ascontiguousarray(vals), (m, n), dtype.type(0), dev,
-                               sorted=True, unique=True)
-
-
-def smm(mat1, mat2):
-    """Sparse (m, k) @ dense (k, n) as a sparse COO matrix (torch's ``smm``): every element of the non-empty rows.
-
-    Examples
-    --------
-    >>> import numpy as np, gpusparse as gs
-    >>> a = gs.COO([[1], [0]], [2.0], shape=(2, 2), device="cpu")
-    >>> smm(a, np.ones((2, 3))).todense().tolist()
-    [[0.0, 0.0, 0.0], [2.0, 2.0, 2.0]]
-    """
-    from gpusparse.ops.manipulation import sparsify
-    return sparsify(hspmm(mat1, mat2), 2)
-
-
-def sspaddmm(input, mat1, mat2, *, beta=1, alpha=1):
-    """``beta * input + alpha * (mat1 @ mat2)`` as a sparse COO (torch's ``sspaddmm``).
-
-    ``input`` and ``mat1`` are sparse 2-D, ``mat2`` is dense; the product
-    contributes every element of the rows where ``mat1`` has entries. The
-    result is coalesced.
-
-    Examples
-    --------
-    >>> import numpy as np, gpusparse as gs
-    >>> s = gs.COO([[0], [1]], [5.0], shape=(2, 2), device="cpu")
-    >>> sspaddmm(s, s, np.ones((2, 2)), beta=2.0).todense().tolist()
-    [[5.0, 15.0], [0.0, 0.0]]
-    """
-    (input, mat1, mat2), dev = prepare((input, mat1, mat2), ("input", "mat1", "mat2"))
-    _need_sparse(input, "input", "sspaddmm")
-    _need_ndim(input, 2, "input", "sspaddmm")
-    beta, alpha = _check_scalar(beta, "beta"), _check_scalar(alpha, "alpha")
-    require_zero_fill(input, "input", "sspaddmm")
-    prod = smm(mat1, mat2)
-    if input.shape != prod.shape:
-        raise ValueError(f"sspaddmm: input has shape {input.shape}, mat1 @ mat2 has {prod.shape}")
-    dtype = _with_scalars(result_dtype(("input", input.dtype), ("product", prod.dtype)), alpha, beta)
-    return _sparse_axpby(all_sparse(input), prod, alpha, beta, dtype)
-
-
-def sampled_addmm(input, mat1, mat2, *, beta=1, alpha=1):
-    """``alpha * (mat1 @ mat2) * spy(input) + beta * input`` at the sparsity of ``input`` (SDDMM).
-
-    torch's ``sparse.sampled_addmm``: ``mat1 @ mat2`` is only computed at
-    the positions ``input`` stores. ``input`` is sparse (any format, no
-    dense dimensions), 2-D or batched ``(*batch, m, n)``; ``mat1``
-    ``(*batch, m, k)`` and ``mat2`` ``(*batch, k, n)`` are dense and their
-    batch dimensions broadcast to ``input``'s. The result has ``input``'s
-    format and (coalesced) sparsity pattern.
-
-    Examples
-    --------
-    >>> import numpy as np, gpusparse as gs
-    >>> s = gs.eye(2, format="csr", device="cpu")
-    >>> r = sampled_addmm(s, np.ones((2, 3)), np.ones((3, 2)), beta=0.5, alpha=2.0)
-    >>> r.todense().tolist()
-    [[6.5, 0.0], [0.0, 6.5]]
-    """
-    (input, mat1, mat2), dev = prepare((input, mat1, mat2), ("input", "mat1", "mat2"))
-    what = "sampled_addmm"
-    _need_sparse(input, "input", what)
-    _need_dense(mat1, "mat1", what)
-    _need_dense(mat2, "mat2", what)
-    require_zero_fill(input, "input", what)
-    beta, alpha = _check_scalar(beta, "beta"), _check_scalar(alpha, "alpha")
-    if input.ndim < 2 or mat1.ndim < 2 or mat2.ndim < 2:
-        raise ValueError(f"{what}: input, mat1 and mat2 must be at least 2-D, got shapes "
-                         f"{input.shape}, {mat1.shape}, {mat2.shape}")
-    m, n = input.shape[-2:]
-    if mat1.shape[-2] != m or mat2.shape[-1] != n or mat1.shape[-1] != mat2.shape[-2]:
-        raise ValueError(f"{what}: shapes do not line up: input {input.shape}, mat1 {mat1.shape}, "
-                         f"mat2 {mat2.shape} (need (m, n), (m, k), (k, n))")
-    batch = tuple(input.shape[:-2])
-    try:
-        np.broadcast_shapes(mat1.shape[:-2], mat2.shape[:-2], batch)
-        if np.broadcast_shapes(mat1.shape[:-2], mat2.shape[:-2], batch) != batch:
-            raise ValueError
-    except ValueError:
-        raise ValueError(f"{what}: the batch dimensions of mat1 {mat1.shape[:-2]} and mat2 "
-                         f"{mat2.shape[:-2]} must broadcast to input's {batch}") from None
-    dtype = result_dtype(("input", input.dtype), ("mat1", mat1.dtype), ("mat2", mat2.dtype))
-    cdt = compute_dtype(dtype)
-    k, xp = kernels_for(dev), xp_for(dev)
-    kk = mat1.shape[-1]
-    with device_scope(dev):
-        a = xp.ascontiguousarray(xp.broadcast_to(mat1, batch + (m, kk)).astype(cdt, copy=False)).reshape(-1, kk)
-        bt = xp.ascontiguousarray(xp.broadcast_to(xp.swapaxes(mat2, -1, -2), batch + (n, kk))
-                                  .astype(cdt, copy=False)).reshape(-1, kk)
-        if input.format == "csr":
-            x = input
-            vals = k.sddmm(x.indptr, x.indices, a, bt, cdt.type(alpha))
-        elif input.format == "csc":
-            x = input
-            vals = k.sddmm(x.indptr, x.indices, bt, a, cdt.type(alpha))
-        else:
-            x = canonical.coalesce(input)
-            c = x.coords
-            if batch:
-                blin = linear_keys(list(c[:-2]), list(batch), k, xp)
-                rows, cols = blin * m + c[-2], blin * n + c[-1]
-            else:
-                rows, cols = c[0], c[1]
-            from gpusparse.containers import CSR
-            two_d = new_coo(xp.stack([rows, cols]), x.data, (math.prod(batch) * m, math.prod(batch) * n),
-                            dev, sorted=True, unique=True)
-            csr = convert.coo_to_compressed(two_d, CSR)
-            vals = k.sddmm(csr.indptr, csr.indices, a, bt, cdt.type(alpha))
-        if beta != 0:
-            vals = vals + x.data.astype(cdt, copy=False) * cdt.type(beta)
-        vals = finish_dense(vals, dtype)
-        arrays = convert.components(x)
-        return convert.rebuild(x, arrays[:-1] + (vals,), fill_value=dtype.type(0))
-
-
-# --------------------------------------------------------------------------
 # TF
 # --------------------------------------------------------------------------
 
@@ -870,6 +443,7 @@ def _adjoint(x, xp):
     return xp.conj(x).T if x.dtype.kind == "c" else x.T
 
 
+@returns_operand_kind
 def sparse_dense_matmul(sp_a, b, adjoint_a=False, adjoint_b=False):
     """TF's ``sparse.sparse_dense_matmul``: ``op(sp_a) @ op(b)`` with optional adjoints.
 
