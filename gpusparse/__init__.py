@@ -11,7 +11,23 @@ from gpusparse._device import Device, default_device, device
 from gpusparse._errors import GpuSparseEfficiencyWarning
 from gpusparse._options import get_options, set_options
 from gpusparse.containers import COO, CSC, CSR, SparseArray
-from gpusparse.ops.creation import asarray, empty_like, eye, fromdense, random, zeros, zeros_like
+from gpusparse.io import load_npz, save_npz
+from gpusparse.ops.comparison import allclose, array_equal, isclose
+from gpusparse.ops.creation import (
+    asarray,
+    copy,
+    empty_like,
+    eye,
+    fromdense,
+    full,
+    full_like,
+    ones,
+    ones_like,
+    random,
+    zeros,
+    zeros_like,
+)
+from gpusparse.ops.einsum import einsum
 from gpusparse.ops.elementwise import (
     abs,
     add,
@@ -111,6 +127,7 @@ from gpusparse.ops.reductions import (
     sum,
     var,
 )
+from gpusparse.ops.selection import topk
 from gpusparse.ops.softmax import log_softmax, softmax
 from gpusparse.ops.tf_ops import fill_empty_rows, merge, reorder, reset_shape, retain, to_indicator
 
@@ -121,10 +138,12 @@ __all__ = [
     "add",
     "addmm",
     "all",
+    "allclose",
     "any",
     "argmax",
     "argmin",
     "argwhere",
+    "array_equal",
     "array_split",
     "asarray",
     "astype",
@@ -134,6 +153,7 @@ __all__ = [
     "concatenate",
     "conj",
     "COO",
+    "copy",
     "count_nonzero",
     "CSC",
     "CSR",
@@ -144,6 +164,7 @@ __all__ = [
     "diagonal",
     "dot",
     "dstack",
+    "einsum",
     "elemwise",
     "empty_like",
     "expand_dims",
@@ -156,6 +177,8 @@ __all__ = [
     "from_scipy",
     "from_torch",
     "fromdense",
+    "full",
+    "full_like",
     "get_options",
     "GpuSparseEfficiencyWarning",
     "hspmm",
@@ -163,10 +186,12 @@ __all__ = [
     "imag",
     "index_select",
     "inner",
+    "isclose",
     "isfinite",
     "isnan",
     "kron",
     "linalg",
+    "load_npz",
     "log_softmax",
     "matmul",
     "matrix_transpose",
@@ -191,6 +216,8 @@ __all__ = [
     "nanvar",
     "narrow",
     "nonzero",
+    "ones",
+    "ones_like",
     "outer",
     "pad",
     "permute_dims",
@@ -207,6 +234,7 @@ __all__ = [
     "roll",
     "round",
     "sampled_addmm",
+    "save_npz",
     "set_options",
     "show_config",
     "smm",
@@ -229,6 +257,7 @@ __all__ = [
     "to_pydata",
     "to_scipy",
     "to_torch",
+    "topk",
     "transpose",
     "tril",
     "triu",
