@@ -183,13 +183,13 @@ def test_zeros_like_and_empty_like(device, case, fmt, dtype):
         if x.sparse_dim != 2:
             return
         x = x.asformat(fmt)
-    for make in (gs.zeros_like, gs.empty_like):
+    expected_dtype = x.dtype if dtype is None else np.dtype(dtype)
+    for make, fill in ((gs.zeros_like, np.zeros((), expected_dtype)[()]),
+                       (gs.empty_like, quiet_cast(x.fill_value, expected_dtype)[()])):
         y = make(x, dtype=dtype)
-        expected_dtype = x.dtype if dtype is None else np.dtype(dtype)
         assert y.format == fmt and y.device == device and y.nnz == 0
         assert y.shape == x.shape and (y.sparse_dim, y.dense_dim) == (x.sparse_dim, x.dense_dim)
         assert y.dtype == expected_dtype
-        fill = quiet_cast(x.fill_value, expected_dtype)[()]
         assert same_value(y.fill_value, fill)
         assert_sparse_equal(y, np.full(x.shape, fill, dtype=expected_dtype))
 

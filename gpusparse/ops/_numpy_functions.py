@@ -446,7 +446,7 @@ def _full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, 
 
 def _zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
     _check_order("zeros_like", order)
-    return creation.full_like(a, 0, dtype=dtype, shape=shape, device=device)
+    return creation.zeros_like(a, dtype=dtype, shape=shape, device=device)
 
 
 def _ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
@@ -456,7 +456,7 @@ def _ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None)
 
 def _empty_like(prototype, /, dtype=None, order="K", subok=True, shape=None, *, device=None):
     _check_order("empty_like", order)  # any content will do: keep the fill value, store nothing
-    return creation.full_like(prototype, prototype.fill_value, dtype=dtype, shape=shape, device=device)
+    return creation.empty_like(prototype, dtype=dtype, shape=shape, device=device)
 
 
 def _copy(a, order="K", subok=False):

@@ -159,7 +159,7 @@ def _like_format(x, format, shape):
     """The format of a ``*_like`` result: ``format``, else ``x``'s where ``shape`` allows it."""
     if format is not None:
         return format
-    return x.format if x.format == "coo" or len(shape) == 2 else "coo"
+    return x.format if x.format == "coo" or shape == x.shape or len(shape) == 2 else "coo"
 
 
 def zeros(shape, dtype=np.float64, format="coo", device=None, *, fill_value=None):
@@ -210,21 +210,31 @@ def ones(shape, dtype=np.float64, format="coo", device=None):
     return full(shape, 1, dtype=np.float64 if dtype is None else dtype, format=format, device=device)
 
 
-def zeros_like(x, dtype=None, format=None, device=None):
-    """An array with the shape, fill value, format and device of ``x`` and nothing stored.
+def zeros_like(x, dtype=None, format=None, device=None, *, shape=None):
+    """An array of zeros like ``x``, nothing stored: fill value 0 (NumPy's, torch's, pydata's ``zeros_like``).
 
-    Hybrid arrays keep their sparse/dense split. For an array of zeros
-    whatever the fill value of ``x`` (NumPy's ``zeros_like``), use
-    ``full_like(x, 0)``.
+    The dtype, device, format and sparse/dense split of ``x`` unless given;
+    see :func:`full_like`.
+
+    Examples
+    --------
+    >>> import gpusparse as gs
+    >>> x = gs.COO([[0, 2]], [1.0, 2.0], shape=(3,), fill_value=5.0, device="cpu")
+    >>> z = gs.zeros_like(x)
+    >>> z.nnz, z.fill_value, z.todense()
+    (0, np.float64(0.0), array([0., 0., 0.]))
     """
-    dtype = x.dtype if dtype is None else check_value_dtype(dtype, "dtype")
-    dev = x.device if device is None else as_device(device)
-    fill = np.asarray(x.fill_value).astype(dtype)[()]
-    return _nothing_stored(x.shape, x.sparse_dim, dtype, fill, dev, format or x.format)
+    return full_like(x, 0, dtype=dtype, format=format, device=device, shape=shape)
 
 
-empty_like = zeros_like
-empty_like.__doc__ = zeros_like.__doc__
+def empty_like(x, dtype=None, format=None, device=None, *, shape=None):
+    """An array like ``x`` with nothing stored and ``x``'s fill value (the cheapest "any content").
+
+    The dtype, device, format and sparse/dense split of ``x`` unless given;
+    see :func:`full_like`.
+    """
+    fill = x.fill_value if dtype is None else np.asarray(x.fill_value).astype(dtype)[()]
+    return full_like(x, fill, dtype=dtype, format=format, device=device, shape=shape)
 
 
 def full_like(x, fill_value, dtype=None, format=None, device=None, *, shape=None):
