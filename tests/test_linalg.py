@@ -683,6 +683,18 @@ def test_sampled_addmm_batched_and_uncoalesced(device, rng):
     assert got.nnz == 4
 
 
+
+@pytest.mark.parametrize("fmt", ["coo", "csr", "csc"])
+@pytest.mark.parametrize("shape", [(2, 3), (0, 3), (2, 0), (0, 0)])
+def test_sampled_addmm_with_empty_inner_dimension(device, fmt, shape, rng):
+    """k = 0: the product term is 0, so the result is beta * input (also for 0-size inputs)."""
+    inp = rng.standard_normal(shape) * (rng.random(shape) < 0.5)
+    x = gs.fromdense(inp, format=fmt, device=device)
+    m1, m2 = np.ones((shape[0], 0)), np.ones((0, shape[1]))
+    got = linalg.sampled_addmm(x, put(m1, device), put(m2, device), beta=3.0, alpha=2.0)
+    assert got.format == fmt and got.nnz == x.nnz
+    assert_product(got, 3.0 * inp, np.abs(inp) + 1)
+
 # --------------------------------------------------------------------------
 # Bad input: clear errors naming the argument
 # --------------------------------------------------------------------------

@@ -377,9 +377,10 @@ def sampled_addmm(input, mat1, mat2, *, beta=1, alpha=1):
     k, xp = kernels_for(dev), xp_for(dev)
     kk = mat1.shape[-1]
     with device_scope(dev):
-        a = xp.ascontiguousarray(xp.broadcast_to(mat1, batch + (m, kk)).astype(cdt, copy=False)).reshape(-1, kk)
+        rows_a, rows_b = math.prod(batch) * m, math.prod(batch) * n  # explicit: reshape(-1, 0) is ambiguous
+        a = xp.ascontiguousarray(xp.broadcast_to(mat1, batch + (m, kk)).astype(cdt, copy=False)).reshape(rows_a, kk)
         bt = xp.ascontiguousarray(xp.broadcast_to(xp.swapaxes(mat2, -1, -2), batch + (n, kk))
-                                  .astype(cdt, copy=False)).reshape(-1, kk)
+                                  .astype(cdt, copy=False)).reshape(rows_b, kk)
         if input.format == "csr":
             x = input
             vals = k.sddmm(x.indptr, x.indices, a, bt, cdt.type(alpha))
