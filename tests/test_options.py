@@ -84,10 +84,10 @@ def test_warn_on_too_dense(device, fmt, monkeypatch):
 
 def test_warn_on_too_dense_for_results(device):
     x = gs.COO(np.array([[0, 1]]), np.array([1.0, 2.0]), shape=(8,), device=device)
+    z = gs.COO(np.array([[0, 1, 2, 3, 4]]), np.arange(1.0, 6.0), shape=(8,), device=device)  # 80 of 64
     with gs.set_options(warn_on_too_dense=True):
         _, caught = _too_dense_warnings(lambda: x * 2)  # 2 entries: 32 bytes of 64
         assert not caught
-        z = gs.COO(np.array([[0, 1, 2, 3, 4]]), np.arange(1.0, 6.0), shape=(8,), device=device)  # 80 of 64
         _, caught = _too_dense_warnings(lambda: x + z)
         assert caught
 
