@@ -220,7 +220,11 @@ class SparseArray(InPlaceMixin, abc.ABC):
         from gpusparse.ops import convert
         return convert.to_device(self, device)
 
-    to_device = to
+    def to_device(self, device, /, *, stream=None):
+        """The array API's ``to_device``: :meth:`to`; ``stream`` must be None (the current stream is used)."""
+        if stream is not None:
+            raise ValueError("to_device: stream must be None; gpusparse copies on the current stream")
+        return self.to(device)
 
     def copy(self):
         """A deep copy: new component arrays on the same device."""
@@ -234,6 +238,29 @@ class SparseArray(InPlaceMixin, abc.ABC):
             "as one tensor; export its component arrays instead (each is a NumPy or CuPy "
             "array with __dlpack__), or densify explicitly with .todense()"
         )
+
+    def __array_namespace__(self, /, *, api_version=None):
+        """The array API namespace of gpusparse arrays: the ``gpusparse`` module."""
+        from gpusparse._array_api import array_namespace
+        return array_namespace(api_version)
+
+    def _python_scalar(self, convert):
+        from gpusparse.ops import inplace
+        return inplace.python_scalar(self, convert)
+
+    def __int__(self) -> int:
+        return self._python_scalar(int)
+
+    def __float__(self) -> float:
+        return self._python_scalar(float)
+
+    def __complex__(self) -> complex:
+        return self._python_scalar(complex)
+
+    def __index__(self) -> int:
+        if self.dtype.kind not in "iu":
+            raise TypeError(f"only integer arrays can be used as an index, not {self.dtype}")
+        return self._python_scalar(int)
 
     def __dlpack_device__(self):
         return (2, self._device.index) if self._device.is_cuda else (1, 0)
@@ -293,6 +320,10 @@ class SparseArray(InPlaceMixin, abc.ABC):
         """``x[key]`` with NumPy's rules on every dimension (see ``gpusparse.ops.indexing``)."""
         from gpusparse.ops import indexing
         return indexing.getitem(self, key)
+
+    def __setitem__(self, key, value):
+        raise TypeError(f"{type(self).__name__} does not support item assignment (a write could change "
+                        "which elements are stored); build a new array, e.g. gpusparse.where(mask, value, x)")
 
     @property
     def T(self):

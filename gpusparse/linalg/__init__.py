@@ -8,24 +8,39 @@
   semantics).
 * :func:`lobpcg`, :func:`svd_lowrank`, :func:`pca_lowrank`,
   :func:`get_approximate_basis`: torch's names and signatures.
-* :func:`matmul`, :func:`tensordot`, :func:`outer`: the products of
-  :mod:`gpusparse.ops.linalg`, under the array API's ``linalg`` names.
+* :func:`matmul`, :func:`tensordot`, :func:`outer`, :func:`vecdot`,
+  :func:`matrix_norm`, :func:`vector_norm`, :func:`diagonal`, :func:`trace`,
+  :func:`matrix_transpose`: the array API's ``linalg`` extension, over the
+  products of :mod:`gpusparse.ops.linalg` and the reductions.
 """
 
 from gpusparse.linalg._lobpcg import lobpcg
 from gpusparse.linalg._lowrank import get_approximate_basis, pca_lowrank, svd_lowrank
 from gpusparse.linalg._norm import norm
 from gpusparse.linalg._operator import aslinearoperator
-from gpusparse.ops.linalg import matmul, outer, tensordot
+from gpusparse.ops._numpy_functions import _linalg_diagonal as diagonal
+from gpusparse.ops._numpy_functions import _linalg_outer as outer
+from gpusparse.ops._numpy_functions import _linalg_trace as trace
+from gpusparse.ops._numpy_functions import _matrix_norm as matrix_norm
+from gpusparse.ops._numpy_functions import _vecdot as vecdot
+from gpusparse.ops._numpy_functions import _vector_norm as vector_norm
+from gpusparse.ops.linalg import matmul, tensordot
+from gpusparse.ops.manipulation import matrix_transpose
 
 __all__ = [
     "aslinearoperator",
+    "diagonal",
     "get_approximate_basis",
     "lobpcg",
     "matmul",
+    "matrix_norm",
+    "matrix_transpose",
     "norm",
     "outer",
     "pca_lowrank",
     "svd_lowrank",
     "tensordot",
+    "trace",
+    "vecdot",
+    "vector_norm",
 ]

@@ -541,7 +541,14 @@ def _vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
 
 
 def _matrix_norm(x, /, *, keepdims=False, ord="fro"):
-    return _norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
+    if np.ndim(x) <= 2 or ord not in ("fro", 1, -1, np.inf, -np.inf):
+        return _norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
+    if ord == "fro":  # a stack of matrices: the reductions over the last two axes
+        return _vector_norm(x, axis=(-2, -1), keepdims=keepdims)
+    summed, over = (-2, -1) if ord in (1, -1) else (-1, -2)
+    sums = reductions.sum(elementwise.abs(x), axis=summed, keepdims=True)
+    best = (reductions.max if ord > 0 else reductions.min)(sums, axis=over, keepdims=True)
+    return best if keepdims else manipulation.squeeze(best, (-2, -1)) if _is_sparse(best) else best[..., 0, 0]
 
 
 def _conj(x):

@@ -342,6 +342,20 @@ def truth(x) -> bool:
     ...
     ValueError: The truth value of an array with more than one element is ambiguous. Use a.any() or a.all()
     """
+    return python_scalar(x, bool)
+
+
+def python_scalar(x, convert):
+    """``int(x)``, ``float(x)``, ``complex(x)``, ``bool(x)``: ``convert`` of a one-element array's element.
+
+    Examples
+    --------
+    >>> import gpusparse as gs
+    >>> float(gs.full((1,), 2.5, device="cpu")), int(gs.full((), 3, device="cpu"))
+    (2.5, 3)
+    """
+    if convert is not bool and x.size != 1:
+        raise TypeError(f"only one-element arrays can be converted to Python scalars, got shape {x.shape}")
     if x.size == 0:
         raise ValueError("The truth value of an empty array is ambiguous. "
                          "Use `array.size > 0` to check that an array is not empty.")
@@ -350,4 +364,4 @@ def truth(x) -> bool:
                          "Use a.any() or a.all()")
     with device_scope(x.device):
         element = to_host(x.todense().reshape(1))  # sync: the one element
-    return bool(element[0])
+    return convert(element[0])
