@@ -45,6 +45,12 @@ def key_bits(shape) -> int:
     return max(math.prod(shape) - 1, 0).bit_length()
 
 
+def grouped_keys(coords, shape, k, xp):
+    """Row-major linear keys of ``coords`` (``(d, n)`` in ``shape``): ``(n,)`` for one key group, ``(g, n)`` for several."""
+    rows = [k.linearize(coords[a:b], shape[a:b]) for a, b in key_groups(shape)]
+    return rows[0] if len(rows) == 1 else xp.stack(rows)
+
+
 def sorted_keys(coords, shape, k, xp, payload=None, known_sorted=False):
     """Row-major sort keys of ``coords`` (``(d, n)`` in ``shape``).
 
@@ -59,8 +65,8 @@ def sorted_keys(coords, shape, k, xp, payload=None, known_sorted=False):
     ``coords`` are sorted (``known_sorted``: state 1, nothing tested).
     """
     groups = key_groups(shape)
-    rows = [k.linearize(coords[a:b], shape[a:b]) for a, b in groups]
-    keys = rows[0] if len(rows) == 1 else xp.stack(rows)
+    keys = grouped_keys(coords, shape, k, xp)
+    rows = [keys] if keys.ndim == 1 else [keys[i] for i in range(keys.shape[0])]
     state = 1 if known_sorted else int(to_host(k.sortedness(keys)))  # sync: skip the sort when sorted
     if state:
         return keys, None, state
@@ -216,9 +222,8 @@ def flag_sorted(arrays):
         states = []
         for i in todo:
             x = arrays[i]
-            shape = x.shape[: x.sparse_dim]
-            rows = [k.linearize(x.coords[a:b], shape[a:b]) for a, b in key_groups(shape)]
-            states.append(k.sortedness(rows[0] if len(rows) == 1 else xp.stack(rows)).reshape(1))
+            keys = grouped_keys(x.coords, x.shape[: x.sparse_dim], k, xp)
+            states.append(k.sortedness(keys).reshape(1))
         states = to_host(xp.concatenate(states))  # sync: the order of every unflagged array, in one read
     for i, state in zip(todo, states):
         if state:
