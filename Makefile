@@ -46,7 +46,8 @@ $(VENV)/.installed-%: pyproject.toml
 
 venv: $(call stamp,$(EXTRAS))
 
-demo: $(call stamp,$(EXTRAS))
+# The demo's own extra: the library and SciPy, without the test extra's torch and JAX.
+demo: $(call stamp,demo)
 	$(BIN)/python -m gpusparse.demo $(DEMO_ARGS)
 
 test: kernels-check wheel-check pytest emulation-test
