@@ -37,6 +37,8 @@ from gpusparse._array_api import (  # noqa: A004 -- the array API's names (bool,
     copysign,
     cos,
     cosh,
+    broadcast_shapes,
+    cumulative_prod,
     cumulative_sum,
     divide,
     e,
@@ -93,6 +95,8 @@ from gpusparse._array_api import (  # noqa: A004 -- the array API's names (bool,
     sin,
     sinh,
     sort,
+    nextafter,
+    reciprocal,
     sqrt,
     square,
     std,
@@ -119,6 +123,7 @@ from gpusparse._errors import GpuSparseEfficiencyWarning
 from gpusparse._options import get_options, set_options
 from gpusparse.containers import COO, CSC, CSR, SparseArray
 from gpusparse.io import load_npz, save_npz
+from gpusparse.ops.along_axis import diff, isin, take_along_axis
 from gpusparse.ops.comparison import allclose, array_equal, isclose
 from gpusparse.ops.creation import (
     copy,
@@ -232,7 +237,7 @@ from gpusparse.ops.softmax import log_softmax, softmax
 from gpusparse.ops.tf_ops import fill_empty_rows, merge, reorder, reset_shape, retain, to_indicator
 
 __version__ = "0.1.0"
-__array_api_version__ = "2023.12"  # the array API standard's version the namespace follows
+__array_api_version__ = "2025.12"  # the array API standard's version the namespace follows
 
 __all__ = [
     "abs",
@@ -269,6 +274,7 @@ __all__ = [
     "bool",
     "broadcast_arrays",
     "broadcast_to",
+    "broadcast_shapes",
     "can_cast",
     "ceil",
     "clip",
@@ -286,9 +292,11 @@ __all__ = [
     "CSC",
     "CSR",
     "cumulative_sum",
+    "cumulative_prod",
     "default_device",
     "Device",
     "device",
+    "diff",
     "diag",
     "diagonal",
     "divide",
@@ -340,6 +348,7 @@ __all__ = [
     "isdtype",
     "isfinite",
     "isinf",
+    "isin",
     "isnan",
     "kron",
     "less",
@@ -383,6 +392,7 @@ __all__ = [
     "nanvar",
     "narrow",
     "negative",
+    "nextafter",
     "newaxis",
     "nonzero",
     "not_equal",
@@ -398,6 +408,7 @@ __all__ = [
     "prune",
     "random",
     "real",
+    "reciprocal",
     "reduce",
     "remainder",
     "reorder",
@@ -435,6 +446,7 @@ __all__ = [
     "sum",
     "swapaxes",
     "take",
+    "take_along_axis",
     "tan",
     "tanh",
     "tensordot",

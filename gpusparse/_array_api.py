@@ -42,13 +42,13 @@ __all__ = [
     "API_VERSIONS", "ELEMENTWISE", "array_namespace", "asarray", "empty", "arange", "linspace", "meshgrid",
     "from_dlpack",
     "concat", "broadcast_arrays", "reshape", "expand_dims", "repeat", "tile", "unstack", "clip", "astype",
-    "var", "std", "vecdot", "cumulative_sum", "searchsorted", "sort", "argsort", "unique_all",
+    "var", "std", "vecdot", "cumulative_sum", "cumulative_prod", "broadcast_shapes", "searchsorted", "sort", "argsort", "unique_all",
     "unique_counts", "unique_inverse", "unique_values", "isdtype", "finfo", "iinfo", "result_type",
     "can_cast", "e", "pi", "inf", "nan", "newaxis", "__array_namespace_info__",
 ]
 
 #: The standard's versions this namespace implements (the newest is the default).
-API_VERSIONS = ("2021.12", "2022.12", "2023.12")
+API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12", "2025.12")
 
 
 def array_namespace(api_version=None):
@@ -106,9 +106,31 @@ def isdtype(dtype, kind):
     return np.isdtype(np.dtype(dtype), kind)
 
 
+class finfo_object(NamedTuple):
+    """Machine limits of a floating dtype, as Python numbers (the standard's ``finfo`` object)."""
+
+    bits: int
+    eps: float
+    max: float
+    min: float
+    smallest_normal: float
+    dtype: np.dtype
+
+
 def finfo(type, /):  # noqa: A002 -- the standard's parameter name
-    """NumPy's ``finfo`` of a dtype or of an array's dtype."""
-    return np.finfo(_dtype_of(type))
+    """Machine limits of a floating dtype (or an array's dtype) as Python floats.
+
+    NumPy's ``finfo`` gives NumPy scalars of the dtype; the standard asks for
+    Python floats. For a complex dtype the limits are those of its real part.
+
+    >>> import gpusparse as gs
+    >>> info = gs.finfo(gs.float32)
+    >>> info.bits, type(info.eps).__name__, info.dtype
+    (32, 'float', dtype('float32'))
+    """
+    info = np.finfo(_dtype_of(type))
+    return finfo_object(int(info.bits), float(info.eps), float(info.max), float(info.min),
+                        float(info.smallest_normal), info.dtype)
 
 
 def iinfo(type, /):  # noqa: A002
@@ -228,7 +250,7 @@ def meshgrid(*arrays, indexing="xy"):
         shape = [1] * n
         shape[axis] = a.shape[0]
         out.append(manipulation.broadcast_to(manipulation.reshape(a, tuple(shape)), tuple(sizes)))
-    return out
+    return tuple(out)
 
 
 def from_dlpack(x, /, *, device=None, copy=None):
@@ -263,7 +285,7 @@ def concat(arrays, /, *, axis=0):
 
 def broadcast_arrays(*arrays):
     """The arrays broadcast to their common shape (sparse stay sparse)."""
-    return list(_npf._broadcast_arrays(*arrays))
+    return tuple(_npf._broadcast_arrays(*arrays))
 
 
 def reshape(x, /, shape, *, copy=None):
@@ -378,6 +400,7 @@ logical_xor, logical_not = _binary("logical_xor", np.logical_xor), _unary("logic
 negative, positive = _unary("negative", np.negative), _unary("positive", np.positive)
 isinf, sign, signbit = _unary("isinf", np.isinf), _unary("sign", np.sign), _unary("signbit", np.signbit)
 sqrt, square = _unary("sqrt", np.sqrt), _unary("square", np.square)
+reciprocal, nextafter = _unary("reciprocal", np.reciprocal), _binary("nextafter", np.nextafter)
 
 #: The elementwise names defined here (the others -- abs, add, clip, conj, imag, isfinite, isnan,
 #: maximum, minimum, real, round -- are gpusparse's own functions).
@@ -387,7 +410,7 @@ ELEMENTWISE = ("acos", "acosh", "asin", "asinh", "atan", "atanh", "atan2", "bitw
                "log", "log1p", "log2", "log10", "logaddexp", "divide", "multiply", "subtract",
                "floor_divide", "remainder", "pow", "equal", "not_equal", "greater", "greater_equal", "less",
                "less_equal", "logical_and", "logical_or", "logical_xor", "logical_not", "negative",
-               "positive", "isinf", "sign", "signbit", "sqrt", "square")
+               "positive", "isinf", "sign", "signbit", "sqrt", "square", "reciprocal", "nextafter")
 
 
 
@@ -399,6 +422,9 @@ def clip(x, /, min=None, max=None, *, a_min=None, a_max=None):  # noqa: A002
     """Limit the values to ``[min, max]`` (``a_min``/``a_max``: NumPy's names, still accepted)."""
     lo = a_min if min is None else min
     hi = a_max if max is None else max
+    if lo is None and hi is None:  # the standard's clip without bounds: a copy
+        _require_sparse(x, "clip")
+        return creation.copy(x)
     return elementwise.clip(x, lo, hi)
 
 
@@ -429,6 +455,22 @@ def _dense_along(x, axis, name):
     return x.todense(), check_axis(axis, x.ndim), xp_for(x.device)
 
 
+def _cumulative(x, axis, dtype, include_initial, name, scan, initial):
+    if axis is None:
+        if getattr(x, "ndim", 0) > 1:
+            raise ValueError(f"{name}: axis is required for arrays of more than one dimension")
+        axis = 0
+    dense, axis, xp = _dense_along(x, axis, name)
+    with device_scope(x.device):
+        if dtype is None and dense.dtype.kind in "biu":
+            dtype = np.uint64 if dense.dtype.kind == "u" else np.int64
+        out = getattr(xp, scan)(dense, axis=axis, dtype=dtype)
+        if include_initial:
+            first = xp.full(out.shape[:axis] + (1,) + out.shape[axis + 1:], initial, dtype=out.dtype)
+            out = xp.concatenate([first, out], axis=axis)
+    return _from_dense(out, like=x)
+
+
 def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
     """Cumulative sums along ``axis`` (dense in nature: computed densely, fill value 0).
 
@@ -436,19 +478,27 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
     >>> gs.cumulative_sum(gs.asarray(np.array([1, 0, 2]), device="cpu")).todense()
     array([1, 1, 3])
     """
-    if axis is None:
-        if x.ndim > 1:
-            raise ValueError("cumulative_sum: axis is required for arrays of more than one dimension")
-        axis = 0
-    dense, axis, xp = _dense_along(x, axis, "cumulative_sum")
-    with device_scope(x.device):
-        if dtype is None and dense.dtype.kind in "biu":
-            dtype = np.uint64 if dense.dtype.kind == "u" else np.int64
-        out = xp.cumsum(dense, axis=axis, dtype=dtype)
-        if include_initial:
-            zeros = xp.zeros(out.shape[:axis] + (1,) + out.shape[axis + 1:], dtype=out.dtype)
-            out = xp.concatenate([zeros, out], axis=axis)
-    return _from_dense(out, like=x)
+    return _cumulative(x, axis, dtype, include_initial, "cumulative_sum", "cumsum", 0)
+
+
+def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
+    """Cumulative products along ``axis`` (dense in nature: computed densely, fill value 0).
+
+    >>> import numpy as np, gpusparse as gs
+    >>> gs.cumulative_prod(gs.asarray(np.array([2, 3, 0, 5]), device="cpu"), include_initial=True).todense()
+    array([1, 2, 6, 0, 0])
+    """
+    return _cumulative(x, axis, dtype, include_initial, "cumulative_prod", "cumprod", 1)
+
+
+def broadcast_shapes(*shapes):
+    """The shape ``shapes`` broadcast to (NumPy's rules; ``ValueError`` where they do not broadcast).
+
+    >>> import gpusparse as gs
+    >>> gs.broadcast_shapes((3, 1), (1, 4))
+    (3, 4)
+    """
+    return tuple(int(d) for d in np.broadcast_shapes(*shapes))
 
 
 def sort(x, /, *, axis=-1, descending=False, stable=True):
@@ -614,7 +664,7 @@ class Info:
         return default_device()
 
     def devices(self):
-        return [Device("cpu")] + [Device("cuda", i) for i in range(cuda_status().device_count)]
+        return (Device("cpu"),) + tuple(Device("cuda", i) for i in range(cuda_status().device_count))
 
     def default_dtypes(self, *, device=None):
         return {"real floating": np.dtype(np.float64), "complex floating": np.dtype(np.complex128),

@@ -1,6 +1,6 @@
 """The Python array API standard's namespace (``gpusparse`` itself) against NumPy's.
 
-Every name of the standard (2023.12) exists; the namespace's functions,
+Every name of the standard (2025.12) exists; the namespace's functions,
 called as ``xp.f(...)`` with ``xp = x.__array_namespace__()``, agree with
 NumPy's namespace on the dense oracle of Hypothesis-drawn arrays (N-d,
 hybrid, duplicates, fill values, CSR/CSC) on every device; a consumer
@@ -22,7 +22,7 @@ from test_numpy_functions import EXAMPLES, differential, inputs
 
 array_api_compat = pytest.importorskip("array_api_compat")
 
-#: The standard's (2023.12) functions, constants and dtypes of the main namespace.
+#: The standard's (2025.12) functions, constants and dtypes of the main namespace.
 NAMES = """
 arange asarray empty empty_like eye from_dlpack full full_like linspace meshgrid ones ones_like tril triu zeros
 zeros_like astype can_cast finfo iinfo isdtype result_type abs acos acosh add asin asinh atan atan2 atanh
@@ -34,7 +34,8 @@ take __array_namespace_info__ matmul matrix_transpose tensordot vecdot broadcast
 expand_dims flip moveaxis permute_dims repeat reshape roll squeeze stack tile unstack argmax argmin nonzero
 searchsorted where unique_all unique_counts unique_inverse unique_values argsort sort cumulative_sum max mean min
 prod std sum var all any e inf nan newaxis pi bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float32
-float64 complex64 complex128
+float64 complex64 complex128 count_nonzero cumulative_prod diff nextafter reciprocal take_along_axis
+broadcast_shapes isin
 """.split()
 
 #: The ``linalg`` extension's names gpusparse provides (the decompositions and solvers are not).
@@ -168,6 +169,9 @@ def test_statistics(device, data):
     run(lambda xp, a: xp.argmax(a, axis=-1, keepdims=keepdims), x, dense)
     run(lambda xp, a: xp.argmin(a), x, dense)
     run(lambda xp, a: xp.cumulative_sum(a, axis=-1, include_initial=keepdims), x, dense)
+    run(lambda xp, a: xp.cumulative_prod(a, axis=-1, dtype=xp.float64, include_initial=keepdims)
+        if xp is gs else np.cumulative_prod(a, axis=-1, dtype=np.float64, include_initial=keepdims), x, dense)
+    run(lambda xp, a: xp.count_nonzero(a, axis=axis, keepdims=keepdims), x, dense)
     run(lambda xp, a: xp.any(a, axis=axis), x, dense)
     run(lambda xp, a: xp.all(a, axis=axis), x, dense)
 
@@ -228,6 +232,69 @@ def test_manipulation(device, data):
     run(lambda xp, a: xp.clip(a, min=a.dtype.type(1), max=a.dtype.type(5)), x, dense) \
         if x.dtype.kind in "iuf" else None
     run(lambda xp, a: xp.astype(a, xp.complex128), x, dense)
+    steps = data.draw(st.integers(0, 3), label="n")
+    run(lambda xp, a: xp.diff(a, axis=axis, n=steps), x, dense)
+    run(lambda xp, a: xp.diff(a, axis=axis, prepend=a, append=xp.flip(a, axis=axis)), x, dense)
+    order = data.draw(st.lists(st.integers(-n, n - 1), max_size=4), label="take_along_axis positions") if n else []
+    picks = np.broadcast_to(np.expand_dims(np.array(order, dtype=np.int64), tuple(
+        d for d in range(x.ndim) if d != axis % x.ndim)), dense.shape[:axis % x.ndim] + (len(order),)
+        + dense.shape[axis % x.ndim + 1:])
+    run(lambda xp, a: xp.take_along_axis(a, gs.asarray(put(np.ascontiguousarray(picks), device)), axis=axis)
+        if xp is gs else np.take_along_axis(a, picks, axis=axis), x, dense)
+
+
+@EXAMPLES
+@given(data=st.data())
+def test_membership(device, data):
+    x, dense = data.draw(inputs(device, dtypes=(np.dtype(np.int64), np.dtype(np.int32)), min_ndim=1))
+    y, ydense = data.draw(inputs(device, dtypes=(x.dtype,), min_ndim=1))
+    invert = data.draw(st.booleans())
+    assert_dense_equal(gs.isin(x, y, invert=invert).todense(), np.isin(dense, ydense, invert=invert))
+    value = data.draw(st.integers(-3, 3))
+    assert_dense_equal(gs.isin(x, value, invert=invert).todense(), np.isin(dense, value, invert=invert))
+    assert_dense_equal(gs.isin(value, y).todense(), np.isin(value, ydense))
+
+
+@EXAMPLES
+@given(data=st.data())
+def test_elementwise_additions(device, data):
+    x, dense = data.draw(inputs(device, dtypes=(np.dtype(np.float32), np.dtype(np.float64)), min_ndim=1))
+    run(lambda xp, a: xp.reciprocal(a), x, dense)
+    run(lambda xp, a: xp.nextafter(a, xp.flip(a, axis=0)), x, dense)
+
+
+def test_zero_d_results_feed_back(device):
+    """Full reductions give dense 0-d arrays of the device; the namespace's functions take them back."""
+    dense = np.array([[0.0, np.nan], [2.0, 0.0]])
+    x = gs.asarray(put(dense, device))
+    total = gs.sum(x)
+    assert gs.isnan(total).todense()[()]
+    assert gs.equal(gs.max(x), gs.max(x)).todense()[()] == np.equal(np.max(dense), np.max(dense))
+    picked = gs.stack([x[1, 0], x[0, 0]])
+    assert_dense_equal(picked.todense(), np.stack([dense[1, 0], dense[0, 0]]))
+    assert x[()] is x and gs.asarray(put(np.array(3.0), device))[()].shape == ()
+    with pytest.raises(TypeError, match="no sparse operand"):
+        gs.isnan(1.0)
+
+
+def test_standard_scalars_and_limits():
+    info = gs.finfo(gs.complex64)
+    assert (info.bits, info.dtype) == (32, np.dtype(np.float32))
+    assert all(type(v) is float for v in (info.eps, info.max, info.min, info.smallest_normal))
+    assert info.eps == float(np.finfo(np.float32).eps)
+    assert gs.broadcast_shapes((2, 1, 3), (4, 1)) == np.broadcast_shapes((2, 1, 3), (4, 1))
+    with pytest.raises(ValueError):
+        gs.broadcast_shapes((2,), (3,))
+    x = gs.asarray(np.array([1, 0, 3], dtype=np.uint8))
+    y = gs.asarray(np.array([[2], [1]], dtype=np.uint8))
+    assert gs.vecdot(x, gs.ones((3,), dtype=gs.uint8)).dtype == np.uint8
+    with pytest.raises(ValueError, match="same length along axis"):
+        gs.vecdot(x, y)  # the contracted axis does not broadcast (3 vs 1)
+    assert_dense_equal(gs.clip(x).todense(), x.todense())
+    with pytest.raises(ValueError, match="n must be non-negative"):
+        gs.diff(x, n=-1)
+    with pytest.raises(IndexError, match="indices must be integers"):
+        gs.take_along_axis(x, np.array([0.5]), axis=0)
 
 
 @EXAMPLES

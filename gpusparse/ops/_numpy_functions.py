@@ -567,7 +567,16 @@ def _vdot(a, b, /):
 
 
 def _vecdot(x1, x2, /, *, axis=-1):
-    return reductions.sum(elementwise.elemwise(np.multiply, _conj(x1), x2), axis=axis)
+    # As NumPy's gufunc: the contracted axis does not broadcast, the dtype is the product's.
+    s1, s2 = tuple(np.shape(x1)), tuple(np.shape(x2))
+    ndim = max(len(s1), len(s2))
+    s1, s2 = (1,) * (ndim - len(s1)) + s1, (1,) * (ndim - len(s2)) + s2
+    at = check_axis(axis, ndim)
+    if s1[at] != s2[at]:
+        raise ValueError(f"vecdot: x1 and x2 must have the same length along axis {axis}, "
+                         f"got {s1[at]} and {s2[at]}")
+    product = elementwise.elemwise(np.multiply, _conj(x1), x2)
+    return reductions.sum(product, axis=at, dtype=product.dtype)
 
 
 def _linalg_outer(x1, x2, /):

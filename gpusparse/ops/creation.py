@@ -73,6 +73,34 @@ def fromdense(dense, *, fill_value=None, sparse_dim=None, format="coo", device=N
     return _finish(coo, format, None)
 
 
+def zero_d_as_sparse(value):
+    """A NumPy scalar or a 0-d NumPy/CuPy array as a 0-d sparse array on its device, else None.
+
+    Full reductions return dense 0-d arrays of the device's array module;
+    this lets them (and NumPy scalars) come back as operands of the
+    namespace's functions. Python scalars are left alone (they stay weakly
+    typed operands).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> zero_d_as_sparse(np.float32(2.5)).todense()
+    array(2.5, dtype=float32)
+    >>> zero_d_as_sparse(2.5) is None
+    True
+    """
+    from gpusparse._device import array_device
+    if isinstance(value, np.generic):
+        value = np.asarray(value)
+    elif isinstance(value, (bool, int, float, complex)) or getattr(value, "ndim", None) != 0:
+        return None
+    try:
+        dev = array_device(value)
+    except TypeError:
+        return None
+    return fromdense(value, device=dev)
+
+
 def _is_nan(value) -> bool:
     return isinstance(value, (float, complex, np.inexact)) and value != value
 

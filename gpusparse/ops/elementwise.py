@@ -312,12 +312,26 @@ def _func_name(func) -> str:
     return getattr(func, "__name__", type(func).__name__)
 
 
+def _zero_d_operands(operands, name):
+    """Operands without a sparse one: NumPy scalars and 0-d device arrays become 0-d sparse arrays.
+
+    So that the dense 0-d results of full reductions can be fed back, e.g.
+    ``gs.isnan(x.sum())``; anything else raises ``TypeError``.
+    """
+    from gpusparse.ops.creation import zero_d_as_sparse
+    promoted = [zero_d_as_sparse(op.value) for op in operands]
+    if all(p is None for p in promoted):
+        raise TypeError(f"{name}: no sparse operand")
+    return [op if p is None else _Operand("sparse", p, op.name) for op, p in zip(operands, promoted)]
+
+
 def apply(func, operands, kwargs, *, keep_fill_entries=False):
     """:func:`elemwise` on classified operands (see :func:`classify`)."""
     name = _func_name(func)
     sparse = [op for op in operands if op.kind == "sparse"]
     if not sparse:
-        raise TypeError(f"{name}: no sparse operand")
+        operands = _zero_d_operands(operands, name)
+        sparse = [op for op in operands if op.kind == "sparse"]
     dense = [op for op in operands if op.kind == "dense"]
     dev = device_of(*(op.value for op in sparse + dense), what=tuple(op.name for op in sparse + dense))
     xp = xp_for(dev)

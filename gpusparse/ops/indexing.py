@@ -126,10 +126,12 @@ def _raw_items(x, key):
             raw.append(("bool0", bool(obj)))
         elif isinstance(obj, (int, np.integer)):
             raw.append(("int", int(obj)))
-        elif isinstance(obj, SparseArray):
-            raise IndexError("a sparse array cannot be used as an index; use .todense() or .coords")
-        elif isinstance(obj, (list, tuple, np.ndarray)) or hasattr(obj, "__dlpack__") or is_cupy_array(obj):
-            arr = _index_array(obj, x.device)
+        elif isinstance(obj, SparseArray) and obj.dtype.kind not in "iu":
+            raise IndexError("a sparse boolean mask cannot be used as an index (its dense form is the size "
+                             "of the array it selects from); use .todense() or .coords")
+        elif isinstance(obj, (list, tuple, np.ndarray, SparseArray)) or hasattr(obj, "__dlpack__") or is_cupy_array(obj):
+            # an integer index array is dense in nature: a sparse one gives its elements
+            arr = _index_array(obj.todense() if isinstance(obj, SparseArray) else obj, x.device)
             if arr.ndim == 0:
                 value = to_host(arr).item()  # sync: a 0-d index acts as a scalar
                 raw.append(("bool0", value) if arr.dtype == np.bool_ else ("int", int(value)))
@@ -266,8 +268,8 @@ def getitem(x, key):
     >>> x[2, 0]
     np.int64(3)
     """
-    if isinstance(key, tuple) and len(key) == 0 and x.ndim:
-        return x
+    if isinstance(key, tuple) and len(key) == 0:
+        return x  # also for 0-d arrays (as CuPy, torch, JAX and the array API; NumPy gives a scalar)
     raw = _raw_items(x, key)
     bools = [i for i, (kind, _) in enumerate(raw) if kind == "bool0"]
     if bools:  # a 0-d boolean adds an axis indexed by [0] (True) or [] (False)
@@ -793,8 +795,11 @@ def take(x, indices, axis=None):
 
 
 def _take_index(indices, dev):
+    from gpusparse.containers import SparseArray
     if isinstance(indices, (int, np.integer)):
         return int(indices)
+    if isinstance(indices, SparseArray):  # an index list is dense in nature: its elements, on its device
+        indices = indices.todense()
     arr = _index_array(indices, dev)
     if arr.dtype.kind not in "iu":
         raise IndexError("indices must be integers")

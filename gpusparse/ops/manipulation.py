@@ -814,7 +814,8 @@ def stack(arrays, axis=0):
     array([[1, 1],
            [0, 0]])
     """
-    arrays = list(arrays)
+    from gpusparse.ops.creation import zero_d_as_sparse
+    arrays = [a if (z := zero_d_as_sparse(a)) is None else z for a in arrays]
     if not arrays:
         raise ValueError("need at least one array to stack")
     shapes = {a.shape for a in arrays}
