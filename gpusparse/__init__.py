@@ -236,6 +236,10 @@ from gpusparse.ops.selection import topk
 from gpusparse.ops.softmax import log_softmax, softmax
 from gpusparse.ops.tf_ops import fill_empty_rows, merge, reorder, reset_shape, retain, to_indicator
 
+from gpusparse.dask import _hook as _dask_hook  # noqa: E402
+
+_dask_hook.install()  # registers with Dask when Dask is imported; never imports it
+
 __version__ = "0.1.0"
 __array_api_version__ = "2025.12"  # the array API standard's version the namespace follows
 

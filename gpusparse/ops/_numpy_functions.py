@@ -464,6 +464,26 @@ def _copy(a, order="K", subok=False):
     return creation.copy(a)
 
 
+def _asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
+    """``np.asarray(a, like=x)`` (also ``np.asanyarray``): ``a`` as a gpusparse array.
+
+    NumPy does not pass ``like`` on, so host data goes to the default device.
+    """
+    _check_order("asarray", "K" if order is None else order)
+    if not _is_sparse(a):
+        a = np.asarray(a, dtype=dtype)
+    out = creation.asarray(a, copy=copy)
+    return out if dtype is None else elementwise.astype(out, dtype, copy=False)
+
+
+def _array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, ndmax=0, like=None):  # noqa: A002
+    """``np.array(object, like=x)``: :func:`_asarray`, copying by default."""
+    if ndmin or ndmax:
+        raise TypeError("numpy.array: ndmin and ndmax are not supported for gpusparse arrays; "
+                        "use expand_dims or reshape")
+    return _asarray(object, dtype, order, copy=copy)
+
+
 # --------------------------------------------------------------------------
 # Dtypes and memory
 # --------------------------------------------------------------------------
@@ -686,6 +706,9 @@ FUNCTIONS = {
     np.full_like: _full_like,
     np.empty_like: _empty_like,
     np.copy: _copy,
+    np.asarray: _asarray,  # reached only through like=
+    np.array: _array,
+    np.asanyarray: _asarray,
     # dtypes and memory
     np.result_type: _result_type,
     np.can_cast: _can_cast,
