@@ -5,7 +5,7 @@ devices, NumPy arrays on the CPU -- with every operation running there:
 hand-written CUDA kernels and cuSPARSE on the GPU, Numba kernels on the CPU.
 """
 
-from gpusparse import linalg
+from gpusparse import fft, linalg
 from gpusparse._array_api import (  # noqa: A004 -- the array API's names (bool, pow, ...)
     API_VERSIONS,
     __array_namespace_info__,
@@ -321,6 +321,7 @@ __all__ = [
     "flip",
     "float32",
     "float64",
+    "fft",
     "floor",
     "floor_divide",
     "from_cupyx",

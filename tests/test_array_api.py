@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import gpusparse as gs
 from _helpers import NUMBER_DTYPES, REAL_DTYPES, assert_dense_equal, put
+from gpusparse._device import to_host
 from gpusparse._dtypes import VALUE_DTYPES
 from gpusparse.containers import SparseArray
 from test_numpy_functions import EXAMPLES, differential, inputs
@@ -38,8 +39,11 @@ float64 complex64 complex128 count_nonzero cumulative_prod diff nextafter recipr
 broadcast_shapes isin
 """.split()
 
-#: The ``linalg`` extension's names gpusparse provides (the decompositions and solvers are not).
-LINALG_NAMES = "diagonal matmul matrix_norm matrix_transpose outer tensordot trace vecdot vector_norm".split()
+#: The ``linalg`` and ``fft`` extensions' names.
+LINALG_NAMES = ("diagonal matmul matrix_norm matrix_transpose outer tensordot trace vecdot vector_norm cholesky cross "
+                "det eig eigh eigvals eigvalsh inv matrix_power matrix_rank pinv qr slogdet solve svd svdvals").split()
+FFT_NAMES = ("fft ifft fftn ifftn rfft irfft rfftn irfftn hfft ihfft fftfreq rfftfreq fftshift "
+             "ifftshift").split()
 
 #: Dtypes without the 8-bit ones, whose floating results NumPy makes float16 (no sparse value dtype: float32).
 WIDE_DTYPES = tuple(d for d in NUMBER_DTYPES if d.itemsize > 1)
@@ -56,6 +60,7 @@ def test_has_names():
     missing = [n for n in NAMES if not hasattr(gs, n)]
     assert not missing, missing
     assert not [n for n in LINALG_NAMES if not hasattr(gs.linalg, n)]
+    assert not [n for n in FFT_NAMES if not hasattr(gs.fft, n)]
     assert all(np.dtype(getattr(gs, n)) == np.dtype(n) for n in
                ("bool", "int8", "uint64", "float32", "complex128"))
     assert (gs.e, gs.pi, gs.inf, gs.newaxis) == (np.e, np.pi, np.inf, None) and gs.nan != gs.nan
@@ -64,7 +69,7 @@ def test_has_names():
 def test_namespace(device):
     x = gs.asarray(put(np.array([0.0, 2.0]), device))
     assert x.__array_namespace__() is gs
-    for version in ("2021.12", "2022.12", "2023.12"):
+    for version in ("2021.12", "2022.12", "2023.12", "2024.12", "2025.12"):
         assert x.__array_namespace__(api_version=version) is gs
     with pytest.raises(ValueError, match="api_version"):
         x.__array_namespace__(api_version="2020.10")
@@ -297,6 +302,18 @@ def test_standard_scalars_and_limits():
         gs.take_along_axis(x, np.array([0.5]), axis=0)
 
 
+def test_empty_result_computes_no_element(device):
+    """An integer to a negative power raises in NumPy only for an element it computes: not for 0 elements."""
+    dense = np.full((0, 3), -1, dtype=np.int64)
+    x = gs.full((0, 3), -1, dtype=gs.int64, device=device)
+    expected = np.power(dense, dense)
+    got = gs.pow(x, x)
+    assert got.dtype == expected.dtype
+    assert_dense_equal(got.todense(), expected)
+    with pytest.raises(ValueError, match="negative integer powers"):
+        gs.pow(gs.full((2,), -1, dtype=gs.int64, device=device), -1)
+
+
 @EXAMPLES
 @given(data=st.data())
 def test_linear_algebra(device, data):
@@ -394,3 +411,78 @@ def test_compat_consumer(device, data):
     out = standardize(x)
     assert isinstance(out, SparseArray) and out.device == device
     assert_dense_equal(out.todense(), standardize(dense), rtol=1e-12)
+
+
+def _spd(n, rng):
+    a = rng.standard_normal((n, n))
+    a[rng.random((n, n)) < 0.5] = 0.0  # sparse-ish, kept well conditioned by the diagonal
+    return a @ a.T + n * np.eye(n)
+
+
+@pytest.mark.parametrize("n", [1, 3, 6])
+def test_dense_in_nature_linalg(device, n):
+    """The decompositions and solvers: NumPy's results (up to sign and phase), returned sparse."""
+    rng = np.random.default_rng(n)
+    dense = _spd(n, rng)
+    x = gs.asarray(put(dense, device))
+    b = gs.asarray(put(rng.standard_normal(n), device))
+    lg = gs.linalg
+
+    def close(got, expected):
+        assert isinstance(got, SparseArray) and got.fill_value == 0
+        np.testing.assert_allclose(to_host(got.todense()), expected, rtol=1e-9, atol=1e-9)
+
+    close(lg.cholesky(x), np.linalg.cholesky(dense))
+    close(lg.cholesky(x, upper=True), np.linalg.cholesky(dense).T)
+    close(lg.det(x), np.linalg.det(dense))
+    close(lg.inv(x), np.linalg.inv(dense))
+    close(lg.solve(x, b), np.linalg.solve(dense, to_host(b.todense())))
+    close(lg.matrix_power(x, 3), np.linalg.matrix_power(dense, 3))
+    close(lg.eigvalsh(x), np.linalg.eigvalsh(dense))
+    close(lg.svdvals(x), np.linalg.svd(dense, compute_uv=False))
+    close(lg.pinv(x), np.linalg.pinv(dense))
+    assert int(lg.matrix_rank(x).todense()) == np.linalg.matrix_rank(dense)
+    sign, logabsdet = lg.slogdet(x)
+    close(sign, 1.0)
+    close(logabsdet, np.linalg.slogdet(dense).logabsdet)
+    w, v = lg.eigh(x)
+    close(lg.matmul(x, v), to_host((v * w[None, :]).todense()))
+    q, r = lg.qr(x)
+    close(lg.matmul(q, r), dense)
+    u, s, vh = lg.svd(x, full_matrices=False)
+    close(lg.matmul(u * s[None, :], vh), dense)
+    assert lg.eig(x).eigenvalues.dtype == np.complex128
+    np.testing.assert_allclose(np.sort(to_host(lg.eigvals(x).todense()).real), np.linalg.eigvalsh(dense),
+                               rtol=1e-9)
+    three = gs.asarray(put(np.array([[1.0, 0.0, 0.0], [0.0, 2.0, 0.0]]), device))
+    close(lg.cross(three, gs.flip(three, axis=1)), np.cross([[1.0, 0, 0], [0, 2.0, 0]], [[0, 0, 1.0], [0, 2.0, 0]]))
+    with pytest.raises(TypeError, match="x must be a gpusparse array"):
+        lg.inv(dense)
+    with pytest.raises(ValueError, match="mode"):
+        lg.qr(x, mode="r")
+
+
+def test_fft_extension(device):
+    dense = np.zeros((4, 6))
+    dense[1, 2], dense[3, 0] = 2.0, -1.0
+    x = gs.asarray(put(dense, device))
+    host = to_host
+    for name in ("fft", "ifft", "rfft", "hfft", "ihfft"):
+        got = getattr(gs.fft, name)(x, axis=0, norm="ortho")
+        np.testing.assert_allclose(host(got.todense()), getattr(np.fft, name)(dense, axis=0, norm="ortho"),
+                                   atol=1e-12)
+    for name in ("fftn", "ifftn", "rfftn"):
+        np.testing.assert_allclose(host(getattr(gs.fft, name)(x).todense()), getattr(np.fft, name)(dense),
+                                   atol=1e-12)
+    spectrum = gs.fft.rfftn(x)
+    np.testing.assert_allclose(host(gs.fft.irfftn(spectrum, s=dense.shape, axes=(0, 1)).todense()), dense,
+                               atol=1e-12)
+    np.testing.assert_allclose(host(gs.fft.irfft(gs.fft.rfft(x), n=6).todense()), dense, atol=1e-12)
+    for axes in (None, 0, (1,), (0, 1)):
+        assert_dense_equal(gs.fft.fftshift(x, axes=axes).todense(), np.fft.fftshift(dense, axes=axes))
+        assert_dense_equal(gs.fft.ifftshift(x, axes=axes).todense(), np.fft.ifftshift(dense, axes=axes))
+    freq = gs.fft.fftfreq(5, d=0.5, device=device)
+    assert freq.device == device and freq.dtype == np.float64
+    np.testing.assert_allclose(host(freq.todense()), np.fft.fftfreq(5, d=0.5))
+    np.testing.assert_allclose(host(gs.fft.rfftfreq(6, dtype=gs.float32, device=device).todense()),
+                               np.fft.rfftfreq(6).astype(np.float32))

@@ -12,8 +12,16 @@
   :func:`matrix_norm`, :func:`vector_norm`, :func:`diagonal`, :func:`trace`,
   :func:`matrix_transpose`: the array API's ``linalg`` extension, over the
   products of :mod:`gpusparse.ops.linalg` and the reductions.
+* :func:`cholesky`, :func:`cross`, :func:`det`, :func:`eig`, :func:`eigh`,
+  :func:`eigvals`, :func:`eigvalsh`, :func:`inv`, :func:`matrix_power`,
+  :func:`matrix_rank`, :func:`pinv`, :func:`qr`, :func:`slogdet`,
+  :func:`solve`, :func:`svd`, :func:`svdvals`: the extension's
+  decompositions and solvers, dense in nature: computed densely on the
+  array's device, results sparse (:mod:`gpusparse.linalg._dense`).
 """
 
+from gpusparse.linalg._dense import (cholesky, cross, det, eig, eigh, eigvals, eigvalsh, inv, matrix_power,
+                                     matrix_rank, pinv, qr, slogdet, solve, svd, svdvals)
 from gpusparse.linalg._lobpcg import lobpcg
 from gpusparse.linalg._lowrank import get_approximate_basis, pca_lowrank, svd_lowrank
 from gpusparse.linalg._norm import norm
@@ -29,6 +37,22 @@ from gpusparse.ops.manipulation import matrix_transpose
 
 __all__ = [
     "aslinearoperator",
+    "cholesky",
+    "cross",
+    "det",
+    "eig",
+    "eigh",
+    "eigvals",
+    "eigvalsh",
+    "inv",
+    "matrix_power",
+    "matrix_rank",
+    "pinv",
+    "qr",
+    "slogdet",
+    "solve",
+    "svd",
+    "svdvals",
     "diagonal",
     "get_approximate_basis",
     "lobpcg",

@@ -202,6 +202,18 @@ def _host_fills(func, operands, kwargs, name):
     return fills, dtypes, kwargs
 
 
+def _empty_result_fills(func, operands, kwargs, name):
+    """Fill values (zeros) and dtypes for a result without elements, where the fills raise.
+
+    NumPy raises for some values (an integer to a negative power) only when
+    it computes an element: a result with none gives no error there, so the
+    dtypes come from 0-size operands and the fill value is irrelevant.
+    """
+    args = [np.empty((0,), op.value.dtype) if op.kind != "scalar" else op.value for op in operands]
+    dtypes = [_result_dtype(np.asarray(r).dtype, name) for r in _as_tuple(_call(func, args, kwargs))]
+    return tuple(np.zeros((), dt)[()] for dt in dtypes), dtypes
+
+
 def _dense_fills(dfunc, operands, kwargs, dtypes, xp):
     """The result's fill values when dense operands take part, or None if not constant.
 
@@ -336,7 +348,12 @@ def apply(func, operands, kwargs, *, keep_fill_entries=False):
     dev = device_of(*(op.value for op in sparse + dense), what=tuple(op.name for op in sparse + dense))
     xp = xp_for(dev)
     shape = broadcast_shapes([op.shape for op in sparse + dense], [op.name for op in sparse + dense])
-    fills, dtypes, kwargs = _host_fills(func, operands, kwargs, name)
+    try:
+        fills, dtypes, kwargs = _host_fills(func, operands, kwargs, name)
+    except (ValueError, ArithmeticError):
+        if math.prod(shape):
+            raise
+        fills, dtypes = _empty_result_fills(func, operands, kwargs, name)  # no element to compute
     dfunc = device_function(func, xp)
     with device_scope(dev):
         if dense and math.prod(shape):
