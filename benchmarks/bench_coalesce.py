@@ -25,7 +25,9 @@ including its constructor):
   (``sparse.COO(coords, data, shape, has_duplicates=True, sorted=False)``:
   construction is what sorts and sums there) and ``torch``
   (``torch.sparse_coo_tensor(coords, data, shape).coalesce()``, invariant
-  checks off, as by default).
+  checks off, as by default) and ``graphblas`` (SuiteSparse:GraphBLAS,
+  ``Matrix.from_coo(rows, cols, data, dup_op=plus)`` on the same 2-D
+  linearisation, :mod:`benchmarks._graphblas`).
 * GPU peers: ``torch`` on CUDA, ``cupyx`` (``coo_matrix(...).sum_duplicates()``,
   linearised to 2-D like scipy; it casts indices to int32 inside the call).
 * Sort-only references, not coalesces: ``numpy.argsort`` / ``cupy.argsort``
@@ -227,6 +229,9 @@ def _impl_pydata(case, ctx):
 
 def _impl_torch(case, ctx):
     torch = need("torch")
+    if not ctx.is_cuda:
+        from benchmarks._graphblas import hold_torch
+        hold_torch(torch)
     if ctx.is_cuda:
         if not torch.cuda.is_available():
             raise Skip("torch has no CUDA")
@@ -240,6 +245,22 @@ def _impl_torch(case, ctx):
     def result(t):
         coords = t.indices().cpu().numpy()
         return linearize(coords, case.shape, np), t.values().cpu().numpy()
+
+    return fn, result
+
+
+def _impl_graphblas(case, ctx):
+    from benchmarks import _graphblas
+    gb = _graphblas.module()
+
+    def fn():
+        rows, cols, shape2 = as_2d(case.coords, case.shape)
+        return _graphblas.wait(gb.Matrix.from_coo(rows, cols, case.data, nrows=shape2[0], ncols=shape2[1],
+                                                  dup_op=gb.binary.plus))
+
+    def result(m):
+        rows, cols, values = m.to_coo()
+        return rows.astype(np.int64) * m.shape[1] + cols.astype(np.int64), values
 
     return fn, result
 
@@ -272,7 +293,7 @@ def _implementations(ctx):
                 ("cupyx", _impl_cupyx, "peer"), ("cupy.argsort", _impl_argsort, "reference")]
     return [("gpusparse", _impl_gpusparse, "ours"), ("scipy", _impl_scipy, "peer"),
             ("pydata", _impl_pydata, "peer"), ("torch", _impl_torch, "peer"),
-            ("numpy.argsort", _impl_argsort, "reference")]
+            ("graphblas", _impl_graphblas, "peer"), ("numpy.argsort", _impl_argsort, "reference")]
 
 
 # --------------------------------------------------------------------------

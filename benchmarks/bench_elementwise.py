@@ -13,13 +13,16 @@ float64 values, ``op`` = add or multiply, and two input states:
     ``COO(a) * COO(b)``; SciPy ``coo_array(a).tocsr() + coo_array(b).tocsr()``
     (``.multiply``); pydata ``COO(a, has_duplicates=False) + COO(b, ...)``
     (the constructor sorts); torch ``(a + b).coalesce()`` / ``(a * b)``
-    from ``sparse_coo_tensor``.
+    from ``sparse_coo_tensor``; GraphBLAS ``Matrix.from_coo`` of each operand,
+    then ``ewise_add(b, plus)`` / ``ewise_mult(b, times)``.
 ``canonical``
     Sorted, unique inputs built outside the timing: gpusparse CSR (2-D) or
-    coalesced COO (4-D); SciPy CSR; pydata COO; coalesced torch tensors.
+    coalesced COO (4-D); SciPy CSR; pydata COO; coalesced torch tensors;
+    GraphBLAS matrices (SuiteSparse:GraphBLAS through ``python-graphblas``,
+    :mod:`benchmarks._graphblas`, as many threads as gpusparse).
 
-The 4-D shape is linearised to the 2-D matrix ``(s0*s1, s2*s3)`` for SciPy
-and cupyx (they are 2-D only). GPU peers: torch CUDA and cupyx CSR
+The 4-D shape is linearised to the 2-D matrix ``(s0*s1, s2*s3)`` for SciPy,
+GraphBLAS and cupyx (they are 2-D only). GPU peers: torch CUDA and cupyx CSR
 (``+`` / ``.multiply``). Every result is checked against a NumPy oracle on
 the linear keys before it is timed; implementations of one case are timed
 in alternation (:func:`benchmarks._timing.time_interleaved`).
@@ -179,6 +182,37 @@ def _impl_scipy(case, ctx):
     return fn, result
 
 
+def _impl_graphblas(case, ctx):
+    from benchmarks import _graphblas
+    gb = _graphblas.module()
+    parts = [as_2d(c, case.shape, np) for c in case.coords]
+    shape2 = parts[0][2]
+
+    def matrix(i):
+        r, c, _ = parts[i]
+        return gb.Matrix.from_coo(r, c, case.data[i], nrows=shape2[0], ncols=shape2[1])
+
+    def combine(a, b):
+        if case.op == "add":
+            return _graphblas.wait(a.ewise_add(b, gb.binary.plus).new())
+        return _graphblas.wait(a.ewise_mult(b, gb.binary.times).new())
+
+    if case.state == "shuffled":
+        def fn():
+            return combine(matrix(0), matrix(1))
+    else:
+        a, b = _graphblas.wait(matrix(0)), _graphblas.wait(matrix(1))
+
+        def fn():
+            return combine(a, b)
+
+    def result(m):
+        rows, cols, values = m.to_coo()
+        return _keys_2d(rows, cols, shape2[1]), values
+
+    return fn, result
+
+
 def _impl_pydata(case, ctx):
     sparse = need("sparse", "pydata sparse")
     (ca, cb), (da, db), shape = case.coords, case.data, case.shape
@@ -205,6 +239,9 @@ def _impl_pydata(case, ctx):
 
 def _impl_torch(case, ctx):
     torch = need("torch")
+    if not ctx.is_cuda:
+        from benchmarks._graphblas import hold_torch
+        hold_torch(torch)
     if ctx.is_cuda and not torch.cuda.is_available():
         raise Skip("torch has no CUDA")
     conv = torch.from_dlpack if ctx.is_cuda else torch.from_numpy
@@ -262,7 +299,8 @@ def _implementations(ctx):
         return [("gpusparse", _impl_gpusparse, "ours"), ("torch", _impl_torch, "peer"),
                 ("cupyx", _impl_cupyx, "peer")]
     return [("gpusparse", _impl_gpusparse, "ours"), ("scipy", _impl_scipy, "peer"),
-            ("pydata", _impl_pydata, "peer"), ("torch", _impl_torch, "peer")]
+            ("pydata", _impl_pydata, "peer"), ("torch", _impl_torch, "peer"),
+            ("graphblas", _impl_graphblas, "peer")]
 
 
 # --------------------------------------------------------------------------

@@ -27,7 +27,10 @@ their result against SciPy's:
   ``A @ A`` (SpGEMM), ``gpusparse.sampled_addmm`` (SDDMM).
 * CPU peers: ``scipy`` (single-threaded), ``mkl`` (``sparse_dot_mkl``,
   MKL's sparse BLAS, as many threads as Numba uses; skipped where it does
-  not load), ``torch`` (CPU CSR tensors, same thread count). SDDMM also
+  not load), ``torch`` (CPU CSR tensors, same thread count) and
+  ``graphblas`` (SuiteSparse:GraphBLAS through ``python-graphblas``,
+  ``mxv`` / ``mxm`` with the ``plus_times`` semiring on a full dense
+  operand, same thread count; see :mod:`benchmarks._graphblas`). SDDMM also
   against ``numpy`` (a vectorised gather: ``einsum`` over ``a[rows]``,
   ``bt[cols]``).
 * GPU peers: ``cupyx`` (cuSPARSE through CuPy), ``torch`` (CUDA CSR),
@@ -57,7 +60,7 @@ import sys
 
 import numpy as np
 
-from benchmarks import _report
+from benchmarks import _graphblas, _report
 from benchmarks._report import Skip, need
 
 __all__ = ["run", "summarize"]
@@ -186,11 +189,7 @@ def product_terms(a, b):
 # --------------------------------------------------------------------------
 
 def _threads():
-    try:
-        import numba
-        return numba.get_num_threads()
-    except Exception:  # noqa: BLE001 (no Numba, or no thread pool)
-        return os.cpu_count() or 1
+    return _graphblas.threads()
 
 
 def _mkl():
@@ -211,7 +210,7 @@ def _torch(ctx):
     if ctx.is_cuda and not torch.cuda.is_available():
         raise Skip("torch has no CUDA")
     if not ctx.is_cuda:
-        torch.set_num_threads(_threads())
+        _graphblas.hold_torch(torch)
     return torch
 
 
@@ -260,6 +259,14 @@ def _spmm_impls(ctx):
         a, xt = _to_torch_csr(torch, op.host, ctx, op.arrays), _torch_dense(torch, x)
         return lambda: a @ xt
 
+    def graphblas_impl(op, x):
+        gb = _graphblas.module()
+        a, xg = _graphblas.from_csr(op.host), _graphblas.dense(x)
+        plus_times = gb.semiring.plus_times
+        if x.ndim == 1:
+            return lambda: _graphblas.wait(a.mxv(xg, plus_times).new())
+        return lambda: _graphblas.wait(a.mxm(xg, plus_times).new())
+
     def cupyx_impl(op, x):
         import cupyx.scipy.sparse as csp
         a = csp.csr_matrix((op.arrays[2], op.arrays[1], op.arrays[0]), shape=op.host.shape)
@@ -278,7 +285,8 @@ def _spmm_impls(ctx):
 
     if ctx.is_cuda:
         return {"gpusparse": ours, "cupyx": cupyx_impl, "torch": torch_impl, "jax": jax_impl}
-    return {"gpusparse": ours, "scipy": scipy_impl, "mkl": mkl_impl, "torch": torch_impl}
+    return {"gpusparse": ours, "scipy": scipy_impl, "mkl": mkl_impl, "torch": torch_impl,
+            "graphblas": graphblas_impl}
 
 
 def _spgemm_impls(ctx):
@@ -300,6 +308,12 @@ def _spgemm_impls(ctx):
         a = _to_torch_csr(torch, op.host, ctx, op.arrays)
         return lambda: a @ a
 
+    def graphblas_impl(op):
+        gb = _graphblas.module()
+        a = _graphblas.from_csr(op.host)
+        plus_times = gb.semiring.plus_times
+        return lambda: _graphblas.wait(a.mxm(a, plus_times).new())
+
     def cupyx_impl(op):
         import cupyx.scipy.sparse as csp
         a = csp.csr_matrix((op.arrays[2], op.arrays[1], op.arrays[0]), shape=op.host.shape)
@@ -308,7 +322,8 @@ def _spgemm_impls(ctx):
 
     if ctx.is_cuda:
         return {"gpusparse": ours, "cupyx": cupyx_impl, "torch": torch_impl}
-    return {"gpusparse": ours, "scipy": scipy_impl, "mkl": mkl_impl, "torch": torch_impl}
+    return {"gpusparse": ours, "scipy": scipy_impl, "mkl": mkl_impl, "torch": torch_impl,
+            "graphblas": graphblas_impl}
 
 
 def _sddmm_impls(ctx):
@@ -338,6 +353,8 @@ def _sddmm_impls(ctx):
 # --------------------------------------------------------------------------
 
 def _host(x):
+    if type(x).__module__.startswith("graphblas"):
+        return _graphblas.to_numpy(x)
     if hasattr(x, "todense") and hasattr(x, "format") and not hasattr(x, "get"):
         x = x.todense()
     if hasattr(x, "to_dense") and hasattr(x, "layout"):  # torch
@@ -357,6 +374,8 @@ def _close(got, ref, bound):
 def _sparse_values(result):
     """``(indptr, indices, data)`` of a sparse result of any library, on the host, canonical."""
     import scipy.sparse as sp
+    if type(result).__module__.startswith("graphblas"):
+        result = _graphblas.to_csr(result)
     if hasattr(result, "crow_indices") and hasattr(result, "layout"):  # torch
         parts = (result.crow_indices(), result.col_indices(), result.values())
         ip, ix, d = (p.cpu().numpy() for p in parts)

@@ -6,7 +6,13 @@ Cases:
 
 ``transpose+coalesce``
     ``x.T.coalesce()`` of the COO vs torch ``t.t().coalesce()`` and SciPy /
-    cupyx ``csr.T.tocsr()`` (the same canonical result).
+    cupyx ``csr.T.tocsr()`` (the same canonical result) and GraphBLAS
+    ``A.T.new()`` (SuiteSparse:GraphBLAS, by rows, as many threads as
+    gpusparse; :mod:`benchmarks._graphblas`).
+``tocsc``
+    format conversion of the canonical CSR: ``csr.tocsc()`` vs SciPy
+    ``tocsc()`` and GraphBLAS ``A.ss.export("csc")`` (a copy turned to
+    column order).
 ``reshape``
     ``(n, n) -> (n / 16, 16 n)`` of the COO vs pydata ``reshape`` and SciPy
     ``coo_array.reshape`` (torch has no sparse reshape).
@@ -24,11 +30,12 @@ Examples
 --------
 >>> from benchmarks._report import smoke
 >>> smoke(run, size=512)
-'gpusparse ok in 8 of 8 cases'
+'gpusparse ok in 9 of 9 cases'
 """
 
 from __future__ import annotations
 
+from benchmarks._graphblas import hold_torch
 from benchmarks._report import Skip, need, summary_table
 from benchmarks.bench_indexing import COUNTS, SIZES, Inputs, run_cases
 
@@ -52,6 +59,8 @@ def _cases(ctx, inp):
     def torch_fn(make):
         def factory(i):
             torch = need("torch")
+            if not gpu:
+                hold_torch(torch)
             t = i.peer("torch")
             return make(torch, t)
         return factory
@@ -83,11 +92,32 @@ def _cases(ctx, inp):
             return make(sparse, i.peer("pydata"))
         return factory
 
+    def graphblas(make):
+        def factory(i):
+            if gpu:
+                raise Skip("GraphBLAS runs on the CPU")
+            from benchmarks import _graphblas
+            gb = _graphblas.module()
+            return make(gb, _graphblas.wait(_graphblas.from_csr(i.peer("scipy_csr"))))
+        return factory
+
+    def graphblas_transpose(gb, a):
+        from benchmarks._graphblas import Result, wait
+        return lambda: Result(wait(a.T.new()))
+
+    def graphblas_tocsc(gb, a):
+        from benchmarks._graphblas import Result
+        return lambda: Result(a.ss.export("csc"), a.shape)
+
     coo, csr = inp.coo, inp.csr
     return [
         ("transpose+coalesce", [("gpusparse", "ours", ours(lambda: coo.T.coalesce())),
                                 ("torch", "peer", torch_fn(lambda torch, t: lambda: t.t().coalesce())),
-                                (csr_name, "peer", peer(csr_peer, lambda m: lambda: m.T.tocsr()))], {}),
+                                (csr_name, "peer", peer(csr_peer, lambda m: lambda: m.T.tocsr())),
+                                ("graphblas", "peer", graphblas(graphblas_transpose))], {}),
+        ("tocsc", [("gpusparse", "ours", ours(lambda: csr.tocsc())),
+                   (csr_name, "peer", peer(csr_peer, lambda m: lambda: m.tocsc())),
+                   ("graphblas", "peer", graphblas(graphblas_tocsc))], {}),
         ("reshape", [("gpusparse", "ours", ours(lambda: mp.reshape(coo, new_shape))),
                      ("pydata", "peer", pydata(lambda sparse, p: lambda: p.reshape(new_shape))),
                      ("scipy", "peer", scipy_reshape)], {}),

@@ -17,7 +17,10 @@ in [0.5, 1.5), in two layouts:
 Implementations: gpusparse ``gs.sum(x, axis)`` / ``gs.max(x, axis)``
 (a sparse result where sparse axes remain, dense otherwise), pydata
 ``x.sum(axis)`` / ``x.max(axis)``, SciPy ``csr.sum(axis)`` / ``csr.max(axis)``
-(2-D), torch ``torch.sparse.sum(x, dim)`` (sum only); on the GPU torch CUDA
+(2-D), torch ``torch.sparse.sum(x, dim)`` (sum only), GraphBLAS (2-D;
+SuiteSparse:GraphBLAS through ``python-graphblas``, as many threads as
+gpusparse) ``reduce_rowwise`` / ``reduce_columnwise`` / ``reduce_scalar``
+with the ``plus`` or ``max`` monoid; on the GPU torch CUDA
 and cupyx ``csr.sum(axis)`` / ``csr.max(axis)``. Every result is checked
 against a NumPy oracle (``np.unique`` + ``reduceat`` over the kept keys)
 before it is timed; implementations of a case are timed in alternation.
@@ -184,6 +187,34 @@ def _impl_scipy(case, ctx):
     return fn, result
 
 
+def _impl_graphblas(case, ctx):
+    if len(case.inp.shape) != 2:
+        raise Skip("GraphBLAS matrices are 2-D")
+    from benchmarks import _graphblas
+    gb = _graphblas.module()
+    inp = case.inp
+    m = _graphblas.wait(gb.Matrix.from_coo(inp.coords[0], inp.coords[1], inp.values,
+                                           nrows=inp.shape[0], ncols=inp.shape[1]))
+    monoid = gb.monoid.plus if case.op == "sum" else gb.monoid.max
+    if case.axis == (0, 1):
+        def fn():
+            return m.reduce_scalar(monoid).new()
+    elif case.axis == 1:
+        def fn():
+            return _graphblas.wait(m.reduce_rowwise(monoid).new())
+    else:
+        def fn():
+            return _graphblas.wait(m.reduce_columnwise(monoid).new())
+
+    def result(y):
+        if not hasattr(y, "to_coo"):  # a scalar
+            return _dense_result(np.asarray([y.value]), case)
+        keys, values = y.to_coo()
+        return keys.astype(np.int64), values
+
+    return fn, result
+
+
 def _impl_pydata(case, ctx):
     sparse = need("sparse", "pydata sparse")
     inp = case.inp
@@ -205,6 +236,9 @@ def _impl_torch(case, ctx):
     if case.op != "sum":
         raise Skip("torch has no sparse max along a dimension")
     torch = need("torch")
+    if not ctx.is_cuda:
+        from benchmarks._graphblas import hold_torch
+        hold_torch(torch)
     if ctx.is_cuda and not torch.cuda.is_available():
         raise Skip("torch has no CUDA")
     inp = case.inp
@@ -249,7 +283,8 @@ def _implementations(ctx):
         return [("gpusparse", _impl_gpusparse, "ours"), ("torch", _impl_torch, "peer"),
                 ("cupyx", _impl_cupyx, "peer")]
     return [("gpusparse", _impl_gpusparse, "ours"), ("scipy", _impl_scipy, "peer"),
-            ("pydata", _impl_pydata, "peer"), ("torch", _impl_torch, "peer")]
+            ("pydata", _impl_pydata, "peer"), ("torch", _impl_torch, "peer"),
+            ("graphblas", _impl_graphblas, "peer")]
 
 
 # --------------------------------------------------------------------------

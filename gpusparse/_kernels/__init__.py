@@ -75,6 +75,9 @@ PRIMITIVES = (
     "sddmm",
 )
 
+#: Fused primitives a backend may provide (callers look them up with ``getattr`` and fall back).
+OPTIONAL = ("merge_rows_values",)
+
 #: Reductions ``segment_reduce`` understands.
 SEGMENT_OPS = ("sum", "prod", "min", "max", "any", "all", "argmin", "argmax")
 
@@ -203,6 +206,17 @@ class Primitives(Protocol):
         ``a_indices`` and ``b_indices`` (int64, -1 where absent), exactly
         sized. ``how`` is ``"union"`` or ``"intersection"``. Synchronises
         to size the output. (CSR + CSR without linear keys.)
+        """
+
+    def merge_rows_values(self, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, op):
+        """Two canonical CSR (CSC) structures with the same rows and 1-D values of one dtype; not validated.
+
+        Optional (see :data:`OPTIONAL`): :meth:`merge_rows` fused with the
+        values' sum or product. Same structures as :meth:`merge_rows`, plus 1-D values ``a_data`` and
+        ``b_data`` of one dtype. Returns ``(indptr, indices, values)`` of
+        the union with ``a + b`` (``op="add"``) or of the intersection with
+        ``a * b`` (``op="multiply"``), canonical; zero results are kept. A
+        backend without it leaves it out and callers take ``merge_rows``.
         """
 
     def compress(self, rows, n_rows, index_dtype):

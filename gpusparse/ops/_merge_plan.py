@@ -14,11 +14,11 @@ import math
 
 import numpy as np
 
-from gpusparse._device import to_host
+from gpusparse._device import kernels_for, to_host
 from gpusparse.ops import canonical
 
-__all__ = ["Keyed", "compressed_in_order", "keys_of", "keys_of_compressed", "permuted", "spread",
-           "union_by_sort", "unravel"]
+__all__ = ["Keyed", "compressed_in_order", "fused_row_merge", "keys_of", "keys_of_compressed", "permuted",
+           "spread", "union_by_sort", "unravel"]
 
 
 class Keyed:
@@ -84,6 +84,29 @@ def spread(data, index, fill, k, all_present=False):
     ``all_present``: ``index`` has no -1 (an intersection plan).
     """
     return canonical.take_rows(data, index, k, None if all_present else fill)
+
+
+def fused_row_merge(dfunc, operands, kwargs, fills, dtypes, how):
+    """``(indptr, indices, values)`` of ``a + b`` or ``a * b`` for two canonical CSR (CSC) operands, or None.
+
+    Where the device's primitives have the optional ``merge_rows_values``
+    (the CPU's), a sum (``how="union"``) or a product (``how="intersection"``)
+    of two operands with fill value 0, 1-D values of the result's dtype and
+    no other argument is merged and computed in one pass; anything else
+    returns None and takes the general path (merge plan, gathers, ``dfunc``).
+    """
+    if len(operands) != 2 or kwargs or len(dtypes) != 1 or fills[0] != 0:
+        return None
+    op = {np.add: "add", np.multiply: "multiply"}.get(dfunc) if isinstance(dfunc, np.ufunc) else None
+    if op is None or how != ("union" if op == "add" else "intersection"):
+        return None
+    a, b = (o.value for o in operands)
+    fused = getattr(kernels_for(a.device), "merge_rows_values", None)  # an optional primitive
+    dt = np.dtype(dtypes[0])
+    if fused is None or dt.kind not in "iufc" or not all(
+            y.data.ndim == 1 and y.data.dtype == dt and y.fill_value == 0 for y in (a, b)):
+        return None
+    return fused(a.indptr, a.indices, a.data, b.indptr, b.indices, b.data, op)
 
 
 def union_by_sort(parts, shape_perm, k, xp):

@@ -46,8 +46,8 @@ from gpusparse._options import get_option
 from gpusparse.ops import canonical, convert
 from gpusparse.ops._broadcast import as_coo, broadcast_coo, broadcast_shapes, gather_dense, sparse_prefix
 from gpusparse.ops._fill import drop, fill_mask, kept
-from gpusparse.ops._merge_plan import (compressed_in_order, keys_of, keys_of_compressed, permuted, spread,
-                                       union_by_sort, unravel)
+from gpusparse.ops._merge_plan import (compressed_in_order, fused_row_merge, keys_of, keys_of_compressed,
+                                       permuted, spread, union_by_sort, unravel)
 
 __all__ = [
     "abs",
@@ -578,11 +578,15 @@ def _compressed_merge(dfunc, operands, kwargs, shape, fills, dtypes, dev, keep_f
     vanish = all(_vanishes(dfunc, operands, i, y.data, None, shape, 2, kwargs, fills, xp)
                  for i, y in enumerate((a, b)))
     how = "intersection" if vanish else "union"
-    indptr, indices, left, right = k.merge_rows(a.indptr, a.indices, b.indptr, b.indices,
-                                                shape[1 - a._major_axis], how)
-    values = [spread(y.data, m, y.fill_value, k, vanish) for y, m in ((a, left), (b, right))]
-    scratch = values[0] if values[0].dtype == dtypes[0] else None  # ours: may be overwritten
-    results = _evaluate(dfunc, operands, values, None, shape, 2, kwargs, xp, out=scratch)
+    fused = fused_row_merge(dfunc, operands, kwargs, fills, dtypes, how)  # CPU sum/product: one pass
+    if fused is not None:
+        indptr, indices, results = fused[0], fused[1], (fused[2],)
+    else:
+        indptr, indices, left, right = k.merge_rows(a.indptr, a.indices, b.indptr, b.indices,
+                                                    shape[1 - a._major_axis], how)
+        values = [spread(y.data, m, y.fill_value, k, vanish) for y, m in ((a, left), (b, right))]
+        scratch = values[0] if values[0].dtype == dtypes[0] else None  # ours: may be overwritten
+        results = _evaluate(dfunc, operands, values, None, shape, 2, kwargs, xp, out=scratch)
     n = int(indices.shape[0])
     index_dtype = np.promote_types(indices.dtype, index_dtype_for(n))  # the inputs' where it holds n
     indptr, indices = indptr.astype(index_dtype, copy=False), indices.astype(index_dtype, copy=False)

@@ -16,7 +16,7 @@ import pathlib
 import pytest
 
 from gpusparse import _kernels
-from gpusparse._kernels import PRIMITIVES, Primitives
+from gpusparse._kernels import OPTIONAL, PRIMITIVES, Primitives
 
 
 def _spec_signature(name):
@@ -48,6 +48,17 @@ def test_cpu_implementation_conforms():
         assert _signature(func) == _spec_signature(name), name
         assert _first_doc_line(func) == _first_doc_line(getattr(Primitives, name)), name
         assert name in cpu.__all__, name
+
+
+def test_optional_primitives_conform_where_provided():
+    from gpusparse._kernels import cpu
+    assert "merge_rows_values" in cpu.__all__  # the CPU provides every optional primitive
+    for name in OPTIONAL:
+        assert callable(getattr(Primitives, name, None)), name
+        func = getattr(cpu, name, None)
+        if func is not None:
+            assert _signature(func) == _spec_signature(name), name
+            assert _first_doc_line(func) == _first_doc_line(getattr(Primitives, name)), name
 
 
 # --------------------------------------------------------------------------

@@ -9,7 +9,7 @@ disk through ``gpusparse._kernels._numba.jit``.
 
 from gpusparse._kernels.cpu._common import empty
 from gpusparse._kernels.cpu._linalg import sddmm, spgemm, spmm, spmm_reduce, spmv
-from gpusparse._kernels.cpu._merge import merge_rows, merge_sorted
+from gpusparse._kernels.cpu._merge import merge_rows, merge_rows_values, merge_sorted
 from gpusparse._kernels.cpu._reduce import reduce_by_key
 from gpusparse._kernels.cpu._layout import (
     compress, delinearize, expand, gather, linearize, offsets, scatter_dense, take_columns,
@@ -28,6 +28,7 @@ __all__ = [
     "gather",
     "linearize",
     "merge_rows",
+    "merge_rows_values",  # optional fused primitive (see gpusparse._kernels.OPTIONAL)
     "merge_sorted",
     "offsets",
     "reduce_by_key",

@@ -363,14 +363,25 @@ def _spmm_n(indptr, indices, data, b, out, alpha, beta, zero, ahead, part, lo, h
     last = _clip_pointer(indptr, hi, nnz)  # prefetches stay below the range's last entry
     for r in range(lo, hi):
         row = out[r]
-        if beta == zero:
-            for j in range(n):
-                row[j] = zero
-        else:
+        start, end = row_range(indptr, r, nnz)
+        first = start
+        if beta != zero:
             for j in range(n):
                 row[j] *= beta
-        start, end = row_range(indptr, r, nnz)
-        for p in range(start, end):
+        elif start == end:
+            for j in range(n):
+                row[j] = zero
+        else:  # the first entry writes the row: no zero-fill pass
+            if ahead and start + ahead < last:
+                k = _column(indices, start + ahead, last_row)
+                for j0 in range(0, n, 8):
+                    _prefetch_row(b, k, np.uintp(j0))
+            v = alpha * data[start]
+            src = b[_column(indices, start, last_row)]
+            for j in range(n):
+                row[j] = v * src[j]
+            first = start + 1
+        for p in range(first, end):
             if ahead and p + ahead < last:
                 k = _column(indices, p + ahead, last_row)
                 for j0 in range(0, n, 8):
