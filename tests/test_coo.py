@@ -352,3 +352,18 @@ def test_len_and_repr(device):
     scalar = COO(np.zeros((0, 1), np.int64), np.array([3.0]), device=device)
     with pytest.raises(TypeError, match="0-d"):
         len(scalar)
+
+
+def test_coalesce_from_several_threads_at_once(device):
+    """Threads coalescing their own arrays at once get the serial results (no shared kernel state)."""
+    from concurrent.futures import ThreadPoolExecutor
+    rng = np.random.default_rng(7)
+    cases = []
+    for _ in range(6):
+        coords = rng.integers(0, 300, size=(2, 20_000))
+        cases.append(COO(put(coords, device), put(rng.standard_normal(20_000), device), shape=(300, 300)))
+    serial = [to_host(c.coalesce().todense()) for c in cases]
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        threaded = list(pool.map(lambda c: to_host(c.coalesce().todense()), cases))
+    for got, expected in zip(threaded, serial):
+        np.testing.assert_array_equal(got, expected)

@@ -16,6 +16,7 @@ import ctypes
 import functools
 import itertools
 import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,10 @@ from gpusparse._kernels.cuda_emulation._array import GuardError, check_guards, n
 __all__ = ["EmulationError", "EmulatedKernel", "get_function", "kernel_sources", "settings"]
 
 _MAX_PARAMS = 64
+
+#: One launch at a time: a kernel's ``__shared__`` arrays are statics of the compiled library, so
+#: two host threads launching at once (ctypes releases the GIL) would share them.
+_LAUNCH_LOCK = threading.Lock()
 
 
 class EmulationError(RuntimeError):
@@ -157,7 +162,8 @@ class EmulatedKernel:
                 raise EmulationError(f"{self.expression}: bad {name} {value!r}")
             dims.append((ctypes.c_uint * 3)(*(value + (1,) * (3 - len(value)))))
         error = ctypes.create_string_buffer(1024)
-        status = self._lib.gs_emu_launch(dims[0], dims[1], pointers, settings.next_seed(), error, len(error))
+        with _LAUNCH_LOCK:
+            status = self._lib.gs_emu_launch(dims[0], dims[1], pointers, settings.next_seed(), error, len(error))
         try:
             if settings.check_guards:
                 check_guards([a._a for a in args if isinstance(a, ndarray)])
