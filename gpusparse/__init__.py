@@ -121,6 +121,7 @@ from gpusparse._config import show_config
 from gpusparse._device import Device, default_device, device
 from gpusparse._errors import GpuSparseEfficiencyWarning
 from gpusparse._options import get_options, set_options
+from gpusparse._warmup import warmup
 from gpusparse.containers import COO, CSC, CSR, SparseArray
 from gpusparse.io import load_npz, save_npz
 from gpusparse.ops.along_axis import diff, isin, take_along_axis
@@ -479,6 +480,7 @@ __all__ = [
     "var",
     "vecdot",
     "vstack",
+    "warmup",
     "where",
     "zeros",
     "zeros_like",

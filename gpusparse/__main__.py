@@ -1,5 +1,48 @@
-"""``python -m gpusparse``: print versions, devices and why a device is unavailable."""
+"""``python -m gpusparse``: print versions and devices; ``python -m gpusparse warmup``: fill the kernel cache.
 
-from gpusparse import show_config
+Without a subcommand, prints :func:`gpusparse.show_config` (versions,
+devices and why a device is unavailable). ``warmup`` compiles the CPU
+kernels into Numba's on-disk cache (:func:`gpusparse.warmup`)::
 
-show_config()
+    python -m gpusparse warmup [--dtypes float64,float32] [--quiet]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv=None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = argparse.ArgumentParser(
+        prog="python -m gpusparse",
+        description="Without a command: print versions, devices and why a device is unavailable.")
+    commands = parser.add_subparsers(dest="command", metavar="{warmup}")
+    warm = commands.add_parser(
+        "warmup", help="compile the CPU kernels into Numba's on-disk cache",
+        description="Compile gpusparse's CPU kernels for the common dtypes into Numba's on-disk cache, "
+                    "so that later processes load them instead of compiling them. Run it after installing "
+                    "and when building container images.")
+    warm.add_argument("--dtypes", default=None,
+                      help="comma-separated value dtypes (default: float64,float32,int64,int32,bool,complex128)")
+    warm.add_argument("--quiet", action="store_true", help="no progress bar and no summary line")
+    args = parser.parse_args(argv)
+    if args.command == "warmup":
+        from gpusparse._warmup import warmup
+        dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()] if args.dtypes else None
+        try:
+            summary = warmup(dtypes=dtypes, progress=not args.quiet)
+        except TypeError as exc:
+            parser.error(f"--dtypes: {exc}")
+        if not args.quiet:
+            print(f"gpusparse warmup: {summary['calls']} calls in {summary['seconds']:.1f} s; "
+                  f"kernels cached in {summary['cache_dir']}")
+        return 0
+    from gpusparse import show_config
+    show_config()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

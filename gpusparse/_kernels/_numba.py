@@ -1,10 +1,17 @@
 """The one decorator every Numba kernel goes through.
 
-``jit`` compiles with ``cache=True, nogil=True`` and falls back to
-``cache=False`` where Numba finds no writable cache location (a read-only
-install with an unwritable home raises at decoration time otherwise). Set
-``GPUSPARSE_NUMBA_CACHE=0`` to switch caching off. ``fastmath`` is never used:
-its ``nnan`` flag compiles ``isnan`` away and breaks NumPy's NaN semantics.
+``jit`` compiles with ``cache=True, nogil=True``. Numba keeps the cache in
+``NUMBA_CACHE_DIR`` when set, else beside the sources when their
+``__pycache__`` is writable, else in a per-user directory
+(``~/.cache/numba``). Where none of these is writable (a read-only install
+run with an unwritable home, as in many containers) Numba raises at
+decoration time; ``jit`` then caches in a private directory of the system's
+temporary directory (``gpusparse-numba-<uid>``, created with mode 0700 and
+used only while it belongs to the user and nobody else may write to it:
+the cache holds pickled data), and compiles without a cache where that
+fails too. Set ``GPUSPARSE_NUMBA_CACHE=0`` to switch caching off.
+``fastmath`` is never used: its ``nnan`` flag compiles ``isnan`` away and
+breaks NumPy's NaN semantics.
 
 The first decoration chooses Numba's threading layer
 (:mod:`gpusparse._kernels.cpu._threading`: TBB, safe with threads and with
@@ -21,10 +28,44 @@ from __future__ import annotations
 
 import functools
 import os
+import stat
+import tempfile
 
 import numba
+from numba.core import config as _numba_config
 
-__all__ = ["jit", "n_threads", "parallel_kernel"]
+__all__ = ["jit", "n_threads", "parallel_kernel", "private_cache_dir"]
+
+
+def private_cache_dir() -> "str | None":
+    """``<tmp>/gpusparse-numba-<uid>``, made if missing; None unless only this user may write there.
+
+    >>> path = private_cache_dir()
+    >>> path is None or os.path.basename(path).startswith("gpusparse-numba-")
+    True
+    """
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    path = os.path.join(tempfile.gettempdir(), f"gpusparse-numba-{uid if uid is not None else 'user'}")
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        info = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode) or info.st_mode & 0o022:
+        return None
+    if uid is not None and info.st_uid != uid:
+        return None
+    return path if os.access(path, os.W_OK) else None
+
+
+def _njit_in(directory, func, parallel):
+    """``numba.njit(cache=True)`` with its cache in ``directory`` (Numba reads the setting when decorating)."""
+    saved = _numba_config.CACHE_DIR
+    _numba_config.CACHE_DIR = directory
+    try:
+        return numba.njit(cache=True, nogil=True, parallel=parallel)(func)
+    finally:
+        _numba_config.CACHE_DIR = saved
 
 
 def parallel_kernel(dispatcher, launch_lock):
@@ -71,7 +112,15 @@ def jit(*, parallel: bool = False):
         try:
             kernel = numba.njit(cache=want_cache, nogil=True, parallel=parallel)(func)
         except RuntimeError:  # "cannot cache function ...: no locator available"
-            kernel = numba.njit(cache=False, nogil=True, parallel=parallel)(func)
+            kernel = None
+            directory = private_cache_dir()
+            if directory is not None:
+                try:
+                    kernel = _njit_in(directory, func, parallel)
+                except RuntimeError:
+                    kernel = None
+            if kernel is None:
+                kernel = numba.njit(cache=False, nogil=True, parallel=parallel)(func)
         return parallel_kernel(kernel, _threading.launch_lock) if parallel else kernel
 
     return decorate

@@ -277,6 +277,14 @@ def _extremes_typed(op, values, perm, use_perm, starts, s_lo, s_hi, identity, ou
 
 
 @jit()
+def _copy_row(dst, src):
+    # dst[:] = src as a loop: Numba's array-to-array slice assignment
+    # (broadcasting, and its error messages) costs seconds of compilation.
+    for f in range(src.size):
+        dst[f] = src[f]
+
+
+@jit()
 def _combine(op, acc, v):
     if op == 0:
         return acc + v
@@ -434,12 +442,12 @@ def _reduce_range(values, starts, op, perm, use_perm, identity, out, n_chunks,
                 if s < i1:
                     if first < 0:
                         first = s
-                        head_val[c, :] = acc
+                        _copy_row(head_val[c], acc)
                     else:
-                        out[s, :] = acc
+                        _copy_row(out[s], acc)
                 else:
                     tail_seg[c] = s
-                    tail_val[c, :] = acc
+                    _copy_row(tail_val[c], acc)
         head_seg[c] = first
 
 
@@ -447,8 +455,11 @@ def _reduce_range(values, starts, op, perm, use_perm, identity, out, n_chunks,
 def _reduce_chunks(values, starts, op, perm, use_perm, identity, out, n_chunks,
                    head_seg, head_val, tail_seg, tail_val):
     for c in prange(n_chunks):
+        # prange counts in uint64; an int64 chunk number shares the serial
+        # path's compiled _reduce_range instead of compiling a second one.
+        c0 = np.int64(c)
         _reduce_range(values, starts, op, perm, use_perm, identity, out, n_chunks,
-                      head_seg, head_val, tail_seg, tail_val, c, c + 1)
+                      head_seg, head_val, tail_seg, tail_val, c0, c0 + 1)
 
 
 @jit()
@@ -465,13 +476,13 @@ def _fix_chunks(op, out, head_seg, head_val, tail_seg, tail_val):
                     v = _combine(op, run_val[f], v)
                 out[s, f] = v
             run_seg = tail_seg[c]
-            run_val[:] = tail_val[c, :]
+            _copy_row(run_val, tail_val[c])
         elif run_seg == tail_seg[c]:
             for f in range(width):
                 run_val[f] = _combine(op, run_val[f], tail_val[c, f])
         else:
             run_seg = tail_seg[c]
-            run_val[:] = tail_val[c, :]
+            _copy_row(run_val, tail_val[c])
 
 
 @jit()
@@ -496,9 +507,9 @@ def _logic_range(values, starts, is_all, perm, use_perm, out, n_chunks,
             if i < n_segments and k >= starts[i + 1]:
                 if first < 0:
                     first = i
-                    head_val[c, :] = acc
+                    _copy_row(head_val[c], acc)
                 else:
-                    out[i, :] = acc
+                    _copy_row(out[i], acc)
                 acc[:] = is_all
                 i += 1
             else:
@@ -511,15 +522,16 @@ def _logic_range(values, starts, is_all, perm, use_perm, out, n_chunks,
                 k += 1
         head_seg[c] = first
         tail_seg[c] = i
-        tail_val[c, :] = acc
+        _copy_row(tail_val[c], acc)
 
 
 @jit(parallel=True)
 def _logic_chunks(values, starts, is_all, perm, use_perm, out, n_chunks,
                   head_seg, head_val, tail_seg, tail_val):
     for c in prange(n_chunks):
+        c0 = np.int64(c)  # as in _reduce_chunks
         _logic_range(values, starts, is_all, perm, use_perm, out, n_chunks,
-                     head_seg, head_val, tail_seg, tail_val, c, c + 1)
+                     head_seg, head_val, tail_seg, tail_val, c0, c0 + 1)
 
 
 @jit()
@@ -536,14 +548,14 @@ def _fix_logic(is_all, out, head_seg, head_val, tail_seg, tail_val):
                     v = (run_val[f] and v) if is_all else (run_val[f] or v)
                 out[s, f] = v
             run_seg = tail_seg[c]
-            run_val[:] = tail_val[c, :]
+            _copy_row(run_val, tail_val[c])
         elif run_seg == tail_seg[c]:
             for f in range(width):
                 v = tail_val[c, f]
                 run_val[f] = (run_val[f] and v) if is_all else (run_val[f] or v)
         else:
             run_seg = tail_seg[c]
-            run_val[:] = tail_val[c, :]
+            _copy_row(run_val, tail_val[c])
 
 
 @jit()
@@ -568,10 +580,10 @@ def _arg_range(values, starts, op, perm, use_perm, out, n_chunks,
             if i < n_segments and k >= starts[i + 1]:
                 if first < 0:
                     first = i
-                    head_val[c, :] = acc
-                    head_idx[c, :] = idx
+                    _copy_row(head_val[c], acc)
+                    _copy_row(head_idx[c], idx)
                 else:
-                    out[i, :] = idx
+                    _copy_row(out[i], idx)
                 idx[:] = -1
                 i += 1
             else:
@@ -584,16 +596,17 @@ def _arg_range(values, starts, op, perm, use_perm, out, n_chunks,
                 k += 1
         head_seg[c] = first
         tail_seg[c] = i
-        tail_val[c, :] = acc
-        tail_idx[c, :] = idx
+        _copy_row(tail_val[c], acc)
+        _copy_row(tail_idx[c], idx)
 
 
 @jit(parallel=True)
 def _arg_chunks(values, starts, op, perm, use_perm, out, n_chunks,
                 head_seg, head_val, head_idx, tail_seg, tail_val, tail_idx):
     for c in prange(n_chunks):
+        c0 = np.int64(c)  # as in _reduce_chunks
         _arg_range(values, starts, op, perm, use_perm, out, n_chunks,
-                   head_seg, head_val, head_idx, tail_seg, tail_val, tail_idx, c, c + 1)
+                   head_seg, head_val, head_idx, tail_seg, tail_val, tail_idx, c0, c0 + 1)
 
 
 @jit()
@@ -612,8 +625,8 @@ def _fix_arg(op, out, head_seg, head_val, head_idx, tail_seg, tail_val, tail_idx
                         best = run_idx[f]
                 out[s, f] = best
             run_seg = tail_seg[c]
-            run_val[:] = tail_val[c, :]
-            run_idx[:] = tail_idx[c, :]
+            _copy_row(run_val, tail_val[c])
+            _copy_row(run_idx, tail_idx[c])
         elif run_seg == tail_seg[c]:
             for f in range(width):
                 j = tail_idx[c, f]
@@ -622,8 +635,8 @@ def _fix_arg(op, out, head_seg, head_val, head_idx, tail_seg, tail_val, tail_idx
                     run_idx[f] = j
         else:
             run_seg = tail_seg[c]
-            run_val[:] = tail_val[c, :]
-            run_idx[:] = tail_idx[c, :]
+            _copy_row(run_val, tail_val[c])
+            _copy_row(run_idx, tail_idx[c])
 
 
 def _identity(op, dtype):

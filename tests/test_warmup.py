@@ -1,0 +1,198 @@
+"""``gpusparse.warmup`` and ``python -m gpusparse warmup``: the CPU kernels come from the cache afterwards.
+
+The cache is checked in subprocesses, each with its own ``NUMBA_CACHE_DIR``
+(or its own home directory, for a read-only install): after a warmup, a
+second process runs the benchmarked operations and records every Numba
+compilation of a gpusparse kernel (Numba's ``numba:compile`` event, sent
+only when a kernel is compiled rather than loaded from the cache); there
+must be none. The same probe in a process with an empty cache must record
+compilations, so that the test can fail. Nothing here is timed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import gpusparse as gs
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Runs the benchmarked operations of ``benchmarks/`` (at a size that takes
+# the multi-threaded kernels) and prints the gpusparse kernels compiled.
+PROBE = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    from numba.core import event
+
+    compiled = []
+
+    class Listener(event.Listener):
+        def on_start(self, ev):
+            pass
+
+        def on_end(self, ev):
+            func = ev.data["dispatcher"].py_func
+            if func.__module__.startswith("gpusparse"):
+                compiled.append(f"{func.__module__}.{func.__qualname__}{ev.data['args']}")
+
+    event.register("numba:compile", Listener())
+    import gpusparse as gs
+
+    which = sys.argv[1]
+    rng = np.random.default_rng(0)
+    n, side = 1 << 17, 1 << 13
+    coords = rng.integers(0, side, (2, n))
+    data = rng.random(n)
+    x = gs.COO(coords, data, (side, side), check=False).coalesce()
+    if which == "all":
+        y = gs.COO(coords[::-1].copy(), data, (side, side), check=False).coalesce()
+        a = x.tocsr()
+        rows = rng.integers(0, side, 4096)
+        vec, mat = rng.random(side), rng.random((side, 8))
+        (x + y).coalesce(); x * y; a + y.tocsr()
+        for axis in (0, 1, None):
+            gs.sum(a, axis=axis); gs.max(a, axis=axis); gs.sum(x, axis=axis)
+        a @ vec; a @ mat; a @ a
+        gs.sampled_addmm(a, mat, mat.T.copy())
+        gs.index_select(a, 0, rows); gs.index_select(x, 0, rows); gs.index_select(x, 1, rows)
+        gs.index_select(a.tocsc(), 1, rows)
+        a[side // 4: 3 * side // 4, side // 8: 7 * side // 8]
+        x[side // 4: 3 * side // 4, side // 8: 7 * side // 8]
+        x.T.coalesce(); a.tocsc(); x.reshape((side // 16, side * 16))
+        gs.concatenate([x, x], axis=0); gs.concatenate([x, x], axis=1)
+        gs.vstack([a, a]); gs.hstack([a, a])
+        gs.softmax(x, axis=1); gs.softmax(x, axis=0)
+    print(json.dumps(compiled))
+""")
+
+
+def _env(**changes):
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "GPUSPARSE_NUMBA_CACHE")}
+    env["GPUSPARSE_DEVICE"] = "cpu"
+    env.update(changes)
+    return env
+
+
+def _run(args, env, cwd=None):
+    proc = subprocess.run([sys.executable, *args], env=env, cwd=cwd, capture_output=True, text=True,
+                          timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return proc
+
+
+def _probe(env, which="all", cwd=None):
+    out = _run(["-c", PROBE, which], env, cwd).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_warmup_rejects_bad_dtypes():
+    with pytest.raises(TypeError, match="dtypes"):
+        gs.warmup(dtypes=["not a dtype"], progress=False)
+    with pytest.raises(TypeError, match="dtypes"):
+        gs.warmup(dtypes=[object()], progress=False)
+
+
+def test_cli_rejects_bad_dtypes_and_keeps_the_bare_command():
+    bad = subprocess.run([sys.executable, "-m", "gpusparse", "warmup", "--dtypes", "float64,nope"],
+                         env=_env(), capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "--dtypes" in bad.stderr
+    bare = _run(["-m", "gpusparse"], _env())
+    assert f"gpusparse {gs.__version__}" in bare.stdout
+
+
+def test_cache_dir_follows_numba_cache_dir(tmp_path):
+    out = _run(["-c", "import gpusparse._warmup as w; print(w.cache_dir())"],
+               _env(NUMBA_CACHE_DIR=str(tmp_path))).stdout
+    assert out.strip().startswith(str(tmp_path))
+
+
+@pytest.mark.slow
+def test_no_compilation_after_warmup(tmp_path):
+    env = _env(NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    cold = _probe(_env(NUMBA_CACHE_DIR=str(tmp_path / "empty")), which="coalesce")
+    assert cold, "an empty cache must compile the kernels (the probe sees compilations)"
+    done = _run(["-m", "gpusparse", "warmup", "--dtypes", "float64", "--quiet"], env)
+    assert done.stdout == ""
+    compiled = _probe(env)
+    assert compiled == [], "compiled after a warmup:\n" + "\n".join(compiled)
+
+
+def _read_only(*dirs):
+    """A command prefix under which ``dirs`` cannot be written, and the clean-up; skips where impossible.
+
+    Permission bits do not stop root: as root, each directory is
+    bind-mounted read-only in a private mount namespace (``unshare -m``).
+    """
+    if os.geteuid() != 0:
+        paths = [p for d in dirs for p in (d, *d.rglob("*"))]
+        for path in paths:
+            path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+
+        def restore():
+            for path in paths:
+                path.chmod(path.stat().st_mode | stat.S_IWUSR)
+
+        return [], restore
+    unshare = shutil.which("unshare")
+    if unshare is None or subprocess.run([unshare, "-m", "true"], capture_output=True).returncode != 0:
+        pytest.skip("running as root without unshare -m: cannot make a read-only install")
+    mounts = [f"mount --bind {q} {q} && mount -o remount,bind,ro {q} {q}" for q in map(shlex.quote, map(str, dirs))]
+    return [unshare, "-m", "sh", "-c", " && ".join(mounts) + ' && exec "$@"', "sh"], (lambda: None)
+
+
+def _read_only_install(tmp_path, home_writable):
+    """``(run, site, home, tmp)``: ``run(args)`` runs Python on a read-only copy of the package."""
+    site = tmp_path / "site"
+    shutil.copytree(ROOT / "gpusparse", site / "gpusparse",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"))
+    home, tmp = tmp_path / "home", tmp_path / "tmp"
+    home.mkdir()
+    tmp.mkdir()
+    env = _env(HOME=str(home), PYTHONPATH=str(site), XDG_CACHE_HOME=str(home / ".cache"), TMPDIR=str(tmp))
+    prefix, restore = _read_only(site) if home_writable else _read_only(site, home)
+
+    def run(args):
+        proc = subprocess.run([*prefix, sys.executable, *args], env=env, cwd=tmp_path, capture_output=True,
+                              text=True, timeout=1800)
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        return proc.stdout
+
+    return run, site, home, tmp, restore
+
+
+_WHERE = "import gpusparse, gpusparse._warmup as w; print(gpusparse.__file__); print(w.cache_dir())"
+
+
+def _compiled(run):
+    return json.loads(run(["-c", PROBE, "coalesce"]).strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("home_writable", [True, False], ids=["per-user-cache", "read-only-home"])
+def test_read_only_install_keeps_a_cache(tmp_path, home_writable):
+    # A copy of the package that cannot be written: with a home directory,
+    # Numba's per-user locator holds the cache; without a writable one, a
+    # private directory in the temporary directory does. Either way the
+    # second process loads what the first compiled.
+    run, site, home, tmp, restore = _read_only_install(tmp_path, home_writable)
+    expected = home / ".cache" / "numba" if home_writable else tmp / f"gpusparse-numba-{os.getuid()}"
+    try:
+        where = run(["-c", _WHERE]).split()
+        assert where[0].startswith(str(site))
+        assert where[1].startswith(str(expected))
+        assert _compiled(run), "the first process compiles"
+        assert list(expected.rglob("*.nbi")), "no index file in the cache"
+        assert not list(site.rglob("*.nbi"))
+        assert _compiled(run) == []
+    finally:
+        restore()
