@@ -229,10 +229,14 @@ def test_bad_keys_raise_index_error(key, match):
         x[key]
 
 
-def test_sparse_index_is_rejected():
-    x = gs.fromdense(np.arange(4), device="cpu")
-    with pytest.raises(IndexError, match="sparse array cannot be used"):
-        x[x]
+def test_sparse_integer_index_selects_and_sparse_mask_is_rejected(device):
+    dense = np.arange(4) * 10
+    x = gs.fromdense(put(dense, device))
+    index = gs.fromdense(put(np.array([3, 0, 0, 2]), device))  # an index list is dense in nature
+    assert_dense_equal(x[index].todense(), dense[[3, 0, 0, 2]])
+    assert_dense_equal(gs.take(x, index).todense(), dense[[3, 0, 0, 2]])
+    with pytest.raises(IndexError, match="sparse boolean mask cannot be used"):
+        x[x > 10]
 
 
 def test_slice_step_zero():
