@@ -111,11 +111,13 @@ def _default_rtol(a):
     return max(a.shape[-2:], default=0) * np.finfo(np.result_type(a.dtype, np.float32)).eps
 
 
-def _rtol_array(xp, rtol, a):
+def _rtol_on_device(xp, rtol, a):
+    """``rtol`` as a scalar or a dense array of the device (``None``: the standard's default)."""
     if rtol is None:
         return _default_rtol(a)
-    return rtol.todense()[..., None] if hasattr(rtol, "todense") else xp.asarray(rtol)[..., None] \
-        if getattr(rtol, "ndim", 0) else rtol
+    if hasattr(rtol, "todense"):  # a gpusparse array of tolerances, one per matrix
+        return rtol.todense()
+    return xp.asarray(rtol) if getattr(rtol, "ndim", 0) else rtol
 
 
 def matrix_rank(x, /, *, rtol=None):
@@ -124,7 +126,8 @@ def matrix_rank(x, /, *, rtol=None):
         s = xp.linalg.svd(a, compute_uv=False)
         if s.shape[-1] == 0:
             return xp.zeros(s.shape[:-1], dtype=np.int64)
-        tol = s.max(axis=-1, keepdims=True) * _rtol_array(xp, rtol, a)
+        rtols = _rtol_on_device(xp, rtol, a)
+        tol = s.max(axis=-1, keepdims=True) * (rtols[..., None] if getattr(rtols, "ndim", 0) else rtols)
         return xp.count_nonzero(s > tol, axis=-1).astype(np.int64)
     return dense_call("matrix_rank", (x,), compute)
 
@@ -132,8 +135,7 @@ def matrix_rank(x, /, *, rtol=None):
 def pinv(x, /, *, rtol=None):
     """Moore-Penrose pseudo-inverses (singular values at most ``rtol`` times the largest are cut)."""
     def compute(xp, a):
-        cut = _default_rtol(a) if rtol is None else (rtol.todense() if hasattr(rtol, "todense") else rtol)
-        return xp.linalg.pinv(a, rcond=cut)
+        return xp.linalg.pinv(a, rcond=_rtol_on_device(xp, rtol, a))
     return dense_call("pinv", (x,), compute)
 
 
