@@ -1,5 +1,5 @@
-// gpusparse CUDA kernels: compress (sorted rows -> indptr) and expand
-// (indptr -> rows).
+// gpusparse CUDA kernels: compress (sorted rows -> indptr), expand
+// (indptr -> rows) and the structure check of a CSR matrix.
 //
 // Both are vectorised binary searches, one thread per OUTPUT entry, so the
 // work per thread stays bounded whatever the distribution: long runs of
@@ -71,10 +71,45 @@ __global__ void __launch_bounds__(GS_CMP_THREADS) gs_expand(
     rows[p] = gs_clamp(r, 0, max(n_rows - 1, 0LL));
 }
 
+// gs_csr_check: *invalid = 1 unless (indptr, indices) is a CSR structure
+// that a library without bounds checks (cuSPARSE) reads only inside its
+// buffers: indptr[0] == 0, indptr[n_rows] == nnz, indptr non-decreasing and
+// every index in [0, n_cols). Order and uniqueness within a row are not
+// checked: they do not move a read.
+//
+// Thread mapping: grid-stride over max(n_rows + 1, nnz) items (64-bit
+// index); item i checks pointer i (against i + 1) and index i. A thread
+// that finds a violation stores 1 (every writer stores the same value, so
+// the race is benign); nothing is written for a valid structure.
+// Preconditions: indptr has n_rows + 1 entries, indices nnz; *invalid is 0
+// before the launch (the launcher zeroes it).
+template <typename I>
+__global__ void __launch_bounds__(GS_CMP_THREADS) gs_csr_check(
+    const I* __restrict__ indptr, long long n_rows, const I* __restrict__ indices, long long nnz,
+    long long n_cols, int* __restrict__ invalid) {
+    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+    const long long n_items = max(n_rows + 1, nnz);
+    bool bad = false;
+    for (long long i = gs_global_thread(); i < n_items; i += stride) {
+        if (i <= n_rows) {
+            const long long p = indptr[i];
+            bad |= (i == 0 && p != 0) || (i == n_rows && p != nnz) || (i < n_rows && indptr[i + 1] < p);
+        }
+        if (i < nnz) {
+            const long long c = indices[i];
+            bad |= c < 0 || c >= n_cols;
+        }
+    }
+    if (bad) *invalid = 1;
+}
+
 #ifdef GPUSPARSE_INSTANTIATE_ALL
 template __global__ void gs_compress<long long, int>(const long long*, long long, long long, int*);
 template __global__ void gs_compress<long long, long long>(const long long*, long long, long long, long long*);
 template __global__ void gs_compress<int, long long>(const int*, long long, long long, long long*);
 template __global__ void gs_expand<int>(const int*, long long, long long, long long*);
 template __global__ void gs_expand<long long>(const long long*, long long, long long, long long*);
+template __global__ void gs_csr_check<int>(const int*, long long, const int*, long long, long long, int*);
+template __global__ void gs_csr_check<long long>(const long long*, long long, const long long*, long long, long long,
+                                                 int*);
 #endif

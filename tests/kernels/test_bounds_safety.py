@@ -20,8 +20,10 @@ outside a buffer fails the launch (guard bytes) and a far read faults;
 every primitive in a child interpreter, so that a crash is a failed test
 rather than a dead test run.
 
-The products take the hand-written kernels here (integer values, which
-cuSPARSE does not take): cuSPARSE does not check its operands.
+The products run with integer values (the hand-written kernels, which
+clip) and with float values: on a GPU those reach cuSPARSE, which does not
+check its operands, so a malformed structure must be caught by the check in
+front of it and take the hand-written kernels too (same results).
 """
 
 from __future__ import annotations
@@ -483,26 +485,30 @@ def ref_spmm(indptr, indices, data, b):
 
 
 @pytest.mark.parametrize("case", INDPTR_CASES)
-def test_spmv_and_spmm_clip_rows_and_columns(device, k, rng, case):
+@pytest.mark.parametrize("dtype", [I64, np.float64])
+def test_spmv_and_spmm_clip_rows_and_columns(device, k, rng, case, dtype):
     indptr, indices, data = _csr(rng, case)
+    data = data.astype(dtype)
     m, k_dim = indptr.size - 1, 5
-    b = rng.integers(-9, 10, size=(k_dim, 3)).astype(I64)
-    out = put(np.zeros((m, 3), I64), device)
+    b = rng.integers(-9, 10, size=(k_dim, 3)).astype(dtype)
+    out = put(np.zeros((m, 3), dtype), device)
     k.spmm(put(indptr, device), put(indices, device), put(data, device), (m, k_dim), put(b, device), out)
     np.testing.assert_array_equal(to_host(out), ref_spmm(indptr, indices, data, b))
     x = b[:, 0].copy()
-    y = put(np.ones(m, I64), device)
+    y = put(np.ones(m, dtype), device)
     k.spmv(put(indptr, device), put(indices, device), put(data, device), (m, k_dim), put(x, device), y,
            alpha=2, beta=3)
     np.testing.assert_array_equal(to_host(y), 2 * ref_spmm(indptr, indices, data, x[:, None])[:, 0] + 3)
 
 
 @pytest.mark.parametrize("case", ["decreasing", "wild", "monotone past nnz"])
-def test_transposed_products_of_hostile_structures(device, k, rng, case):
+@pytest.mark.parametrize("dtype", [I64, np.float64])
+def test_transposed_products_of_hostile_structures(device, k, rng, case, dtype):
     indptr, indices, data = _csr(rng, case)
+    data = data.astype(dtype)
     m, k_dim = indptr.size - 1, 5
-    x = put(rng.integers(-9, 10, size=m).astype(I64), device)
-    y = put(np.zeros(k_dim, I64), device)
+    x = put(rng.integers(-9, 10, size=m).astype(dtype), device)
+    y = put(np.zeros(k_dim, dtype), device)
     k.spmv(put(indptr, device), put(indices, device), put(data, device), (m, k_dim), x, y, trans="T")
     assert to_host(y).shape == (k_dim,)
 
@@ -543,19 +549,54 @@ def test_sddmm_clips_rows_and_columns(device, k, rng, case):
 
 
 @pytest.mark.parametrize("case", INDPTR_CASES)
-def test_spgemm_of_hostile_structures_is_a_csr_inside_its_shape(device, k, rng, case):
+@pytest.mark.parametrize("dtype", [I64, np.float64])
+def test_spgemm_of_hostile_structures_is_a_csr_inside_its_shape(device, k, rng, case, dtype):
     m, k_dim, n = 6, 5, 4
     a_indptr, a_indices, a_data = _csr(rng, case, m=m, k_dim=k_dim, nnz=20)
     b_indptr, b_indices, b_data = _csr(rng, case, m=k_dim, k_dim=n, nnz=15)
+    a_data, b_data = a_data.astype(dtype), b_data.astype(dtype)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # integer values take the expand-sort-compress product
         indptr, indices, data = k.spgemm(*(put(x, device) for x in (a_indptr, a_indices, a_data, b_indptr,
                                                                       b_indices, b_data)), (m, k_dim, n))
     indptr, indices, data = to_host(indptr), to_host(indices), to_host(data)
-    assert indptr.shape == (m + 1,) and indices.shape == data.shape and data.dtype == I64
+    assert indptr.shape == (m + 1,) and indices.shape == data.shape and data.dtype == dtype
     assert indptr[0] == 0 and indptr[-1] == indices.size and (np.diff(indptr) >= 0).all()
     assert ((indices >= 0) & (indices < n)).all()
 
+
+
+def _structure_model(indptr, indices, n_cols) -> bool:
+    """Whether cuSPARSE may read ``(indptr, indices)``: pointers from 0 to nnz, never decreasing, indices in range."""
+    return bool(indptr[0] == 0 and indptr[-1] == indices.size and (np.diff(indptr) >= 0).all()
+                and ((indices >= 0) & (indices < n_cols)).all())
+
+
+@pytest.mark.parametrize("case", ["valid", "index out of range", "index negative"] + INDPTR_CASES)
+@pytest.mark.parametrize("index_dtype", [np.int32, I64])
+def test_structure_check_in_front_of_cusparse(device, k, rng, case, index_dtype):
+    if not device.is_cuda:
+        pytest.skip("the check guards cuSPARSE, a CUDA library")
+    from gpusparse._kernels.cuda._linalg import _structure_valid
+    m, n_cols, nnz = 7, 5, 30
+    indices = rng.integers(0, n_cols, size=nnz)
+    indptr = hostile_indptrs(rng, m, nnz)["monotone past nnz"].copy()
+    indptr = np.sort(np.clip(indptr, 0, nnz))
+    indptr[0], indptr[-1] = 0, nnz
+    if case == "index out of range":
+        indices[rng.integers(nnz)] = n_cols
+    elif case == "index negative":
+        indices[rng.integers(nnz)] = -1
+    elif case != "valid":
+        indptr = hostile_indptrs(rng, m, nnz)[case]
+        if index_dtype == np.int32:
+            indptr = np.clip(indptr, -(2**31), 2**31 - 1)
+    indptr, indices = indptr.astype(index_dtype), indices.astype(index_dtype)
+    expected = _structure_model(indptr, indices, n_cols)
+    if case not in INDPTR_CASES:  # (a hostile pointer array is valid by chance at most)
+        assert expected == (case == "valid")
+    assert _structure_valid(put(indptr, device), put(indices, device), m, n_cols) == expected
+    assert not _structure_valid(put(indptr[:-1], device), put(indices, device), m, n_cols)  # too short
 
 # --------------------------------------------------------------------------
 # Every primitive at once, in a child process: a crash is a failure

@@ -16,14 +16,19 @@ Dispatch, per call, on what cuSPARSE takes (``_cusparse.SUPPORT``):
   (``sddmm.cu``, ``spmm.cu``): CuPy binds no cusparseSDDMM, and cuSPARSE has
   no reduced SpMM.
 
-Nothing here synchronises except ``spgemm``, which reads its output size on
-the host (documented in the primitive's specification).
-
 Memory safety whatever the values of ``indptr`` and ``indices`` holds for
 the hand-written kernels and the expand-sort-compress product (pointers
 clipped into ``[0, nnz]``, indices clipped into range, see
-``gpusparse._kernels``); cuSPARSE itself does not check its operands, so the
-``_cusparse`` calls need valid (trusted) CSR structures.
+``gpusparse._kernels``). cuSPARSE does not check its operands: a pointer
+past ``nnz`` or a column out of range makes it read outside the buffers, an
+illegal address that ends every later CUDA call of the process. So a
+structure goes to cuSPARSE only after :func:`_structure_valid` has checked
+it on the device (``gs_csr_check``: one read of ``indptr`` and ``indices``,
+about a third of the traffic of a float64 SpMV, and one synchronisation for
+the answer); a malformed one (built with ``check=False``, or whose buffers
+the caller changed) takes the hand-written kernels. That check is the only
+synchronisation of ``spmv`` and ``spmm``; ``spgemm`` also reads its output
+size on the host (documented in the primitive's specification).
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ __all__ = ["sddmm", "spgemm", "spmm", "spmm_reduce", "spmv"]
 _THREADS = 256
 _I64 = np.dtype(np.int64)
 _REDUCE_CODES = {"sum": 0, "mean": 1, "max": 2, "min": 3}
+#: Blocks of gs_csr_check (grid-stride; enough to saturate the memory system).
+_CHECK_MAX_BLOCKS = 4096
 
 
 def _blocks(n: int, per_block: int = _THREADS) -> int:
@@ -58,6 +65,26 @@ def _scalar(value, dtype):
 def _refused(routine, exc):
     warn_efficiency(f"cuSPARSE {routine} refused these operands ({exc}); gpusparse's own kernel "
                     "runs instead (C-contiguous operands and int32 indices are the safest for cuSPARSE)")
+
+
+def _structure_valid(indptr, indices, n_rows, n_cols) -> bool:
+    """Whether cuSPARSE may read the CSR structure ``(indptr, indices)`` of ``n_rows`` rows, ``n_cols`` columns.
+
+    True when ``indptr`` has ``n_rows + 1`` entries from 0 to ``nnz``, never
+    decreasing, and every index lies in ``[0, n_cols)``; both arrays of one
+    index dtype, C-contiguous (as :func:`_cusparse.supports` requires).
+    One pass of ``gs_csr_check`` and one synchronisation.
+    """
+    n_rows, n_cols, nnz = int(n_rows), int(n_cols), int(indices.shape[0])
+    if indptr.shape != (n_rows + 1,) or indptr.dtype != indices.dtype:
+        return False
+    invalid = cupy.zeros(1, dtype=np.int32)
+    items = max(n_rows + 1, nnz)
+    kernel = get_function("compress", "gs_csr_check", (indptr.dtype,))
+    kernel((min(_blocks(items), _CHECK_MAX_BLOCKS),), (_THREADS,),
+           (cupy.ascontiguousarray(indptr), np.int64(n_rows), cupy.ascontiguousarray(indices), np.int64(nnz),
+            np.int64(n_cols), invalid))
+    return not int(invalid.get()[0])  # sync: cuSPARSE or the bounds-safe kernel?
 
 
 def _scale_in_place(out, beta):
@@ -122,7 +149,8 @@ def spmv(indptr, indices, data, shape, x, y, alpha=1, beta=0, trans="N"):
         _scale_in_place(y, beta)
         return
     # cuSPARSE writes y in place: an unaligned y (a view) takes our kernel.
-    if _cusparse.supports("spmv", data.dtype, indptr.dtype, indices.dtype, trans=trans) and _cusparse.aligned(y):
+    if _cusparse.supports("spmv", data.dtype, indptr.dtype, indices.dtype, trans=trans) and _cusparse.aligned(y) \
+            and _structure_valid(indptr, indices, shape[0], shape[1]):
         try:
             _cusparse.spmv(indptr, indices, data, shape, x, y, alpha, beta, trans)
             return
@@ -138,7 +166,8 @@ def spmm(indptr, indices, data, shape, b, out, alpha=1, beta=0, trans="N"):
     if indices.shape[0] == 0 or b.shape[0] == 0:
         _scale_in_place(out, beta)
         return
-    if _cusparse.supports("spmm", data.dtype, indptr.dtype, indices.dtype, trans=trans) and _cusparse.aligned(out):
+    if _cusparse.supports("spmm", data.dtype, indptr.dtype, indices.dtype, trans=trans) and _cusparse.aligned(out) \
+            and _structure_valid(indptr, indices, shape[0], shape[1]):
         order = "C" if out.flags.c_contiguous else "F"
         if not (b.flags.c_contiguous if order == "C" else b.flags.f_contiguous):
             b = cupy.asarray(b, order=order)  # cuSPARSE wants B and C in one order
@@ -251,6 +280,10 @@ def spgemm(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape):
         index_dtype = np.dtype(np.int32) if nnz_fits else _I64
     if _cusparse.supports("spgemm", dtype, index_dtype):
         args = [cupy.ascontiguousarray(x, dtype=index_dtype) for x in (a_indptr, a_indices, b_indptr, b_indices)]
+        m, k_dim, n = (int(s) for s in shape)
+        # Checked after the cast: an int64 index past int32 wraps into another value.
+        if not (_structure_valid(args[0], args[1], m, k_dim) and _structure_valid(args[2], args[3], k_dim, n)):
+            return _spgemm_esc(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape)
         try:
             return _cusparse.spgemm(args[0], args[1], a_data, args[2], args[3], b_data, shape)
         except _cusparse.library_error() as exc:  # e.g. not enough memory for its work estimation
