@@ -109,6 +109,20 @@ def test_fromdense_nan_fill(device):
     assert_sparse_equal(y, z)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+def test_fromdense_stores_subnormal_numbers(device, dtype):
+    # On a GPU, CuPy's float32 comparisons flush subnormals to zero (-ftz=true): the
+    # decision to store must not depend on it, and neither must the fill-value rule.
+    tiny = np.finfo(np.float32).smallest_subnormal
+    arr = np.array([tiny, 0.0, -0.0, -tiny, 1.0], dtype=dtype)
+    x = gs.fromdense(put(arr, device))
+    np.testing.assert_array_equal(to_host(x.coords), [[0, 3, 4]])  # -0.0 == 0.0: not stored
+    assert_sparse_equal(x, arr, rtol=0)
+    y = gs.fromdense(put(arr, device), fill_value=tiny)
+    np.testing.assert_array_equal(to_host(y.coords), [[1, 2, 3, 4]])
+    assert_sparse_equal(y, arr, rtol=0)
+
+
 @pytest.mark.parametrize("shape", [(3, 4, 2), (2, 0, 3), (1, 1, 1)])
 def test_fromdense_every_layout(device, rng, shape):
     arr = np.where(rng.random(shape) < 0.4, rng.standard_normal(shape), 0.0)

@@ -14,11 +14,37 @@ import numpy as np
 
 from gpusparse._device import to_host
 
-__all__ = ["drop", "fill_mask", "is_nan", "kept"]
+__all__ = ["drop", "equals_exactly", "fill_mask", "is_nan", "kept"]
+
+_WORDS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 def is_nan(value) -> bool:
     return bool(np.isnan(value)) if np.asarray(value).dtype.kind in "fc" else False
+
+
+def equals_exactly(values, value, xp, *, signed_zeros=True):
+    """``values == value`` for real float ``values`` and a number ``value`` (not NaN), by bit patterns.
+
+    Exact on every device: CuPy compiles its kernels with ``-ftz=true``, so
+    on a GPU a float32 comparison takes a subnormal number for zero; bit
+    patterns do not. ``signed_zeros=False`` lets ``-0.0`` equal ``0.0`` (the
+    ``==`` of floats), True tells them apart.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> v = np.array([0.0, -0.0, 1e-45, 2.0], dtype=np.float32)
+    >>> equals_exactly(v, 0.0, np).tolist(), equals_exactly(v, 0.0, np, signed_zeros=False).tolist()
+    ([True, False, False, False], [True, True, False, False])
+    """
+    word = _WORDS[values.dtype.itemsize]
+    bits = values.view(word)
+    target = np.asarray(value).astype(values.dtype)
+    if not signed_zeros and target == 0:
+        magnitude = word(np.iinfo(word).max >> 1)  # every bit but the sign
+        return (bits & magnitude) == 0
+    return bits == target.view(word)[()]
 
 
 def fill_mask(values, fill, xp):
@@ -29,6 +55,10 @@ def fill_mask(values, fill, xp):
     """
     if is_nan(fill):
         eq = xp.isnan(values)
+    elif values.dtype.kind == "f" and np.asarray(fill).dtype == values.dtype:
+        eq = equals_exactly(values, fill, xp)
+    elif values.dtype.kind == "c" and np.asarray(fill).dtype == values.dtype:
+        eq = equals_exactly(values.real, fill.real, xp) & equals_exactly(values.imag, fill.imag, xp)
     else:
         eq = values == fill
         kind = np.asarray(fill).dtype.kind

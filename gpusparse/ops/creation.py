@@ -10,7 +10,7 @@ import numpy as np
 from gpusparse._components import place_components
 from gpusparse._device import as_device, device_scope, kernels_for, to_host, xp_for
 from gpusparse._dtypes import check_value_dtype, normalize_fill_value
-from gpusparse.ops import canonical, convert
+from gpusparse.ops import _fill, canonical, convert
 from gpusparse.ops._validate import check_shape
 
 __all__ = ["asarray", "copy", "empty_like", "eye", "fromdense", "full", "full_like", "ones", "ones_like",
@@ -113,6 +113,8 @@ def _differs(arr, fill, xp):
         return _differs(arr.real, fill.real, xp) | _differs(arr.imag, fill.imag, xp)
     if _is_nan(fill):
         return ~xp.isnan(arr)
+    if arr.dtype.kind == "f":  # (by bit patterns: a GPU's float32 compare flushes subnormals)
+        return ~_fill.equals_exactly(arr, fill, xp, signed_zeros=False)
     return arr != fill
 
 

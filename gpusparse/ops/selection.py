@@ -57,7 +57,10 @@ def _order_keys(values, largest, xp):
     if dtype.kind == "f":
         width = dtype.itemsize * 8
         signed, unsigned = (np.int32, np.uint32) if width == 32 else (np.int64, np.uint64)
-        bits = (values + dtype.type(0)).view(signed)  # + 0 turns -0.0 into 0.0
+        bits = values.view(signed)
+        # -0.0 ranks as 0.0; by bits, not by adding 0.0, which flushes float32
+        # subnormals to zero on a GPU (CuPy compiles with -ftz=true)
+        bits = xp.where(bits == signed(np.iinfo(signed).min), signed(0), bits)
         magnitude = signed(np.iinfo(signed).max)
         key = xp.where(bits < 0, bits ^ magnitude, bits).astype(np.int64)  # the order of the floats
         key = xp.where(xp.isnan(values), np.int64(2**31 if width == 32 else 2**63 - 1), key)

@@ -9,7 +9,10 @@ JSON line per case to stdout, flushed: ``{"i": i, "start": true}`` before a
 case and ``{"i": i, "status": "ok" | "raised", "type": ..., "message": ...}``
 after it. A case that kills the process or hangs therefore leaves its
 ``start`` line as the last one, and the parent names it (see
-``test_malformed.py``).
+``test_malformed.py``). So does a case after which the CUDA device no longer
+synchronises (a sticky error such as an illegal address, which would fail
+every later case of the process): the child writes the error to stderr and
+exits with status 70.
 
 Builders
 --------
@@ -347,6 +350,28 @@ def _emit(obj):
     sys.stdout.flush()
 
 
+#: Exit status of a worker whose CUDA context a case broke (see :func:`_exit_if_cuda_broken`).
+CUDA_BROKEN_EXIT = 70
+
+
+def _exit_if_cuda_broken(case) -> None:
+    """End the process if the case left a sticky CUDA error (an illegal address, say).
+
+    Such an error fails every later CUDA call of the process, so the cases
+    after it would be blamed for it; exiting makes the parent treat the case
+    as fatal (as a crash) and run the rest of the batch in a fresh process.
+    """
+    if not str(case.get("device", "")).startswith("cuda"):
+        return
+    from gpusparse._kernels.cuda._backend import cupy  # (the emulated one under emulation)
+    try:
+        cupy.cuda.Device().synchronize()
+    except Exception as error:  # noqa: BLE001 - any failure here means the context is gone
+        sys.stderr.write(f"CUDA context broken by this case: {type(error).__name__}: {error}\n")
+        sys.stderr.flush()
+        os._exit(CUDA_BROKEN_EXIT)
+
+
 def main():
     cases = pickle.load(sys.stdin.buffer)
     for i, case in enumerate(cases):
@@ -356,11 +381,13 @@ def main():
         except BaseException as error:  # noqa: BLE001 - the parent judges every kind
             if isinstance(error, (KeyboardInterrupt, SystemExit)):
                 raise
+            _exit_if_cuda_broken(case)
             tb = traceback.extract_tb(error.__traceback__)
             where = f"{os.path.basename(tb[-1].filename)}:{tb[-1].lineno}" if tb else ""
             _emit({"i": i, "status": "raised", "type": type(error).__name__,
                    "allowed": isinstance(error, ALLOWED), "message": str(error)[:400], "where": where})
         else:
+            _exit_if_cuda_broken(case)
             _emit({"i": i, "status": "ok"})
 
 
