@@ -9,12 +9,13 @@
 #   make wheel-check  sdist -> wheel from the sdist -> fresh venv -> check the install
 #   make pytest       pytest only (PYTEST_ARGS="-m 'not slow'" etc.)
 #   make bench        CPU/GPU benchmarks into benchmarks/results/
-#   make gpu-report   GPU report with the system python3 (no venv, no network)
+#   make gpu-report   GPU report with the system python3 (no venv, no network): tests and
+#                     CUDA benchmarks in one command of about 560 s (GPU_REPORT_ARGS="--stages ...")
 #   make clean        remove build outputs and caches; make distclean also removes .venv
 #
 # Variables: PYTHON (the interpreter that creates the venvs), VENV, EXTRAS
 # (extras installed into .venv, e.g. EXTRAS=test,cuda12 on a CUDA machine),
-# PYTEST_ARGS, DEMO_ARGS (e.g. DEMO_ARGS="--scale 16"), BENCH_ARGS.
+# PYTEST_ARGS, DEMO_ARGS (e.g. DEMO_ARGS="--scale 16"), BENCH_ARGS, GPU_REPORT_ARGS.
 
 PYTHON      ?= python3
 VENV        ?= .venv
@@ -23,6 +24,7 @@ PYTEST_ARGS ?=
 FUZZ_PROFILE ?= fuzz
 DEMO_ARGS   ?=
 BENCH_ARGS  ?=
+GPU_REPORT_ARGS ?=
 
 comma    := ,
 BIN      := $(VENV)/bin
@@ -96,8 +98,11 @@ bench: $(call stamp,bench)
 	MKL_RT="$${MKL_RT:-$$(ls $(abspath $(VENV))/lib/libmkl_rt.so* 2>/dev/null | head -n 1)}" \
 		$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
 
+# Tests (CUDA parametrisations, pytest-xdist, at most 300 s) then the CUDA
+# benchmarks, most important module first, within --budget 540 s; the stages,
+# sizes and limits are documented in benchmarks/gpu_report.py.
 gpu-report:
-	PYTHONPATH=. python3 -m benchmarks.gpu_report
+	PYTHONPATH=. python3 -m benchmarks.gpu_report $(GPU_REPORT_ARGS)
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .hypothesis

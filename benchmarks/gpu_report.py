@@ -4,42 +4,89 @@ Usage, from the repository root, with the system Python (no virtual
 environment, no network needed)::
 
     PYTHONPATH=. python3 -m benchmarks.gpu_report [--out benchmarks/results]
-        [--budget 1140] [--stages tests,sanitizer,bench-cuda,bench-cpu]
+        [--budget 540] [--stages tests,bench-cuda] [--test-devices cuda]
 
 Records the GPU (``nvidia-smi``, else CuPy), the date, the git commit (or
 ``GPUSPARSE_COMMIT`` where there is no ``.git``) and library versions, then
-runs four stages, each in its own process with its own timeout, so that a
-failure or a hang in one is recorded and the next still runs:
+runs the chosen stages, each in its own process with its own timeout, so
+that a failure or a hang in one is recorded and the next still runs. The
+defaults fit a GPU machine where one command may run about 10 minutes: a
+``--budget`` of 540 s for ``tests`` (at most 300 s) and ``bench-cuda`` (the
+rest), in one command of about 560 s.
 
 ``tests``
-    ``python3 -m pytest -q -p no:cacheprovider --junitxml=... tests`` with
-    CUDA visible; pass/fail/skip/error counts, the failing tests' names and
-    the most common skip reasons come from the JUnit XML.
+    ``python3 -m pytest -q -p no:cacheprovider -p benchmarks._outcome_log_plugin
+    --junitxml=... -rfE --tb=short -m "not slow" -n <cores, at most 16>
+    --dist=worksteal --max-worker-restart=200 --timeout=120
+    --timeout-method=thread tests``, with ``GPUSPARSE_TEST_DEVICES=cuda``
+    (``--test-devices``: CI tests the CPU path on every commit, so only the
+    CUDA parametrisations and the device-independent tests run) and
+    ``GPUSPARSE_HYPOTHESIS_PROFILE=ci`` unless the environment sets it. The
+    ``slow`` tests (wheel builds, Numba cache warm-ups in subprocesses: CPU
+    only) are left out (``--test-markers``). pytest-xdist (``-n``, at most
+    16 workers, ``--workers``), pytest-timeout and ``-p no:benchmark``
+    (pytest-benchmark disabled: no test uses it, and it warns under xdist)
+    are used where they are installed. The timeout's thread method ends a
+    worker that hangs even inside a CUDA call, and a worker whose CUDA
+    context is poisoned exits (``tests/conftest.py``); xdist replaces both,
+    up to 200 times. Every outcome is appended to an outcome log
+    (:mod:`benchmarks._outcome_log_plugin`) as it happens, so a run stopped
+    at its timeout still reports every test that finished, with its
+    message. Counts, failures and skip reasons come from the JUnit XML, and
+    from the outcome log where pytest was stopped before writing it; each
+    failure carries the end of its traceback from the outcome log.
 ``sanitizer``
     ``compute-sanitizer --tool memcheck python3 -m pytest tests/kernels -q -x``
     with CuPy's memory pool off (``benchmarks._sanitizer_plugin``) so that
     memcheck sees each array's bounds; its ``ERROR SUMMARY`` is recorded.
     Skipped when ``compute-sanitizer`` or ``tests/kernels`` is missing.
 ``bench-cuda``
-    ``python3 -m benchmarks.run --device cuda`` at full size; its JSON and
-    Markdown go to ``--out`` as ``<date>-cuda-<gpu>.{json,md}``.
+    ``python3 -m benchmarks.run --device cuda --target-time 0.2`` once per
+    module, each in its own process, most important first
+    (``--bench-modules``, default
+    ``linalg,coalesce,elementwise,reductions,indexing,manipulation,autograd``):
+    a module that overruns its time, hangs or breaks its CUDA context costs
+    only its own rows. Each module may use the time left but the least that
+    every later one is promised (:data:`BENCH_CUDA_PLAN`), so the first ones
+    get their figures and the later ones at least their first cases. Rows
+    are saved as they are measured, so a module stopped at its limit keeps
+    them. The rows of all modules go to ``--out`` as one
+    ``<date>-cuda-<gpu>.{json,md}``. GPU calls take milliseconds, so 0.2 s
+    of timed repeats (at least five) per measurement is enough.
 ``bench-cpu``
     ``python3 -m benchmarks.run --device cpu --quick`` (a smoke test of the
-    CPU path on this machine).
+    CPU path on this machine; its rows go into the report).
+
+Problem sizes of ``bench-cuda``: the full GPU sizes (``2**26`` entries,
+``2**24`` SpMV rows) need minutes per module just to build the inputs and
+the reference results on one host core (an R-MAT matrix of ``2**24`` rows
+alone takes minutes; at full size, coalesce and autograd together filled
+180 s), so the report runs smaller ones: ``--size 16777216`` (``2**24``
+entries, about 400 MB of COO input) for coalesce, elementwise, reductions,
+indexing and manipulation, and ``--size 2097152`` for linalg (``2**21``
+SpMV rows, the other products scaled alike: the CPU's full sizes but half
+its SDDMM rows, so the two compare directly); autograd keeps its full
+``2**20`` nodes. Every input still exceeds the GPU's L2 cache several times
+over. ``--full-size`` runs the modules' own sizes, e.g. in a
+benchmark-only run ``--stages bench-cuda --full-size``.
 
 The report is ``<out>/<YYYY-MM-DD>-<gpu-slug>.json`` and ``.md``, rewritten
-after every stage. Stage timeouts share ``--budget`` seconds (default 19
-minutes) so the whole run ends in time. Where one command may not run that
-long, split the run: ``--stages tests,sanitizer`` then
-``--stages bench-cuda,bench-cpu``; a later run of the same commit on the same
-day keeps the stages it did not repeat. If ``$OUT`` is set, the report, the
-benchmark files, the JUnit XML and every stage's full log are copied there
-after every stage. Progress is printed as it happens.
+after every stage (and every minute while the tests run). A later run of
+the same commit on the same day keeps the stages it did not repeat, so a
+run may be split: ``--stages tests`` then ``--stages sanitizer,bench-cuda``.
+A stage that reaches its timeout is interrupted (SIGINT, so that pytest
+still writes its summary and JUnit XML), then terminated. If ``$OUT`` is
+set, at most :data:`MAX_OUT_FILES` files are copied there after every
+stage: the report, the JUnit XML, the outcome log, the CUDA benchmark files
+and ``stage-logs.txt`` with every stage's output. Progress is printed as it
+happens.
 
 Examples
 --------
 >>> parse_sanitizer("========= ERROR SUMMARY: 0 errors")["errors"]
 0
+>>> one_line("x = f()\\nE   ValueError: bad\\nE   more detail\\n\\nt.py:3: ValueError")
+'ValueError: bad'
 """
 
 from __future__ import annotations
@@ -47,9 +94,13 @@ from __future__ import annotations
 import argparse
 import collections
 import datetime
+import importlib
+import importlib.metadata
+import importlib.util
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -61,13 +112,37 @@ import xml.etree.ElementTree as ET
 
 from benchmarks import run as bench_run
 
-__all__ = ["gpu_identity", "main", "parse_junit", "parse_sanitizer", "run_stage"]
+__all__ = ["bench_cuda_plan", "gpu_identity", "main", "one_line", "parse_junit", "parse_outcome_log",
+           "parse_sanitizer", "pytest_command", "run_bench_cuda", "run_stage", "summarize_tests"]
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STAGES = ("tests", "sanitizer", "bench-cuda", "bench-cpu")
+DEFAULT_STAGES = ("tests", "bench-cuda")
+DEFAULT_BUDGET = 540
 #: (most seconds a stage may take, least it is guaranteed when earlier stages overrun)
-LIMITS = {"tests": (480, 120), "sanitizer": (300, 60), "bench-cuda": (420, 180), "bench-cpu": (120, 45)}
+LIMITS = {"tests": (300, 120), "sanitizer": (300, 60), "bench-cuda": (540, 90), "bench-cpu": (120, 45)}
+#: seconds a stage is given after SIGINT at its timeout (5 where not listed), then SIGTERM and
+#: SIGKILL get STOP_S together; stage timeouts leave this time within the budget
+INTERRUPT_S = {"tests": 20, "sanitizer": 20}
+STOP_S = 10
+#: bench-cuda modules, most important first: (module, --size in the report, least seconds it is promised)
+BENCH_CUDA_PLAN = (
+    ("linalg", 2**21, 60),
+    ("coalesce", 2**24, 20),
+    ("elementwise", 2**24, 15),
+    ("reductions", 2**24, 15),
+    ("indexing", 2**24, 12),
+    ("manipulation", 2**24, 12),
+    ("autograd", None, 15),
+)
+TEST_TIMEOUT_S = 120
+MAX_WORKERS = 16
+MAX_WORKER_RESTART = 200
+MAX_OUT_FILES = 8
+MAX_FAILURES = 300
+TICK_S = 60
 TAIL_CHARS = 6000
+LOG_KEEP_CHARS = 2_000_000
 _LOGS = None  # this run's temporary log folder, hidden from the report
 
 
@@ -79,15 +154,23 @@ def say(message: str) -> None:
 # running one stage
 # --------------------------------------------------------------------------
 
-def run_stage(name: str, cmd: list[str], timeout: float, log_path: str, env=None) -> dict:
+def run_stage(name: str, cmd: list[str], timeout: float, log_path: str, env=None, *,
+              interrupt_s: float = 5, tick=None, label: str | None = None) -> dict:
     """Run ``cmd`` in its own process group with a timeout, echoing its output.
+
+    At the timeout the group gets SIGINT, and ``interrupt_s`` seconds later
+    SIGTERM, then SIGKILL (:func:`_stop`). ``tick()``, if given, is called
+    every :data:`TICK_S` seconds while the command runs. The output is
+    appended to ``log_path`` under a header line; ``label`` prefixes the
+    echoed lines (``name`` by default).
 
     Returns ``rc`` (None if it could not start), ``seconds``, ``timed_out``,
     ``tail`` (the last characters of its output) and ``log`` (the log file).
     """
-    say(f"{name}: {' '.join(cmd)} (timeout {timeout:.0f} s)")
+    label = label or name
+    say(f"{label}: {' '.join(cmd)} (timeout {timeout:.0f} s)")
     start = time.monotonic()
-    result = {"command": " ".join(bench_run._short_path(_public(c)) for c in cmd),
+    result = {"command": " ".join(shlex.quote(bench_run._short_path(_public(c))) for c in cmd),
               "timeout_s": round(timeout),
               "timed_out": False, "log": os.path.basename(log_path)}
     tail = collections.deque(maxlen=4000)
@@ -96,35 +179,45 @@ def run_stage(name: str, cmd: list[str], timeout: float, log_path: str, env=None
                                 text=True, errors="replace", bufsize=1, start_new_session=True)
     except OSError as exc:
         result.update(rc=None, seconds=0.0, tail=f"could not start: {exc}")
-        say(f"{name}: could not start ({exc})")
+        say(f"{label}: could not start ({exc})")
         return result
 
-    with open(log_path, "w") as log:
+    with open(log_path, "a") as log:
+        log.write(f"$ {result['command']}\n")
+
         def pump():
             for line in proc.stdout:
                 log.write(line)
                 tail.append(line)
-                print(f"  {name}| {line}", end="", flush=True)
+                print(f"  {label}| {line}", end="", flush=True)
 
         reader = threading.Thread(target=pump, daemon=True)
         reader.start()
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            result["timed_out"] = True
-            say(f"{name}: timed out after {timeout:.0f} s; stopping it")
-            _stop(proc)
-        reader.join(timeout=30)
+        deadline = start + timeout
+        while True:
+            try:
+                proc.wait(timeout=max(0.0, min(TICK_S, deadline - time.monotonic())))
+                break
+            except subprocess.TimeoutExpired:
+                if time.monotonic() >= deadline:
+                    result["timed_out"] = True
+                    say(f"{label}: timed out after {timeout:.0f} s; stopping it")
+                    _stop(proc, interrupt_s)
+                    break
+                if tick is not None:
+                    tick()
+        reader.join(timeout=5)
     result["rc"] = proc.returncode
     result["seconds"] = round(time.monotonic() - start, 1)
     result["tail"] = _public("".join(tail)[-TAIL_CHARS:])
-    say(f"{name}: rc={proc.returncode} in {result['seconds']} s")
+    say(f"{label}: rc={proc.returncode} in {result['seconds']} s")
     return result
 
 
-def _stop(proc) -> None:
-    """SIGTERM the stage's process group, SIGKILL it if it lingers."""
-    for sig, grace in ((signal.SIGTERM, 15), (signal.SIGKILL, 15)):
+def _stop(proc, interrupt_s: float) -> None:
+    """SIGINT the stage's process group (pytest then writes its summary), then SIGTERM, then SIGKILL."""
+    steps = ((signal.SIGINT, interrupt_s), (signal.SIGTERM, STOP_S / 2), (signal.SIGKILL, STOP_S / 2))
+    for sig, grace in steps:
         try:
             os.killpg(proc.pid, sig)
         except (ProcessLookupError, PermissionError):
@@ -155,9 +248,9 @@ def _public(text: str) -> str:
     """
     if _LOGS:
         text = text.replace(_LOGS, "<logs>")
-    text = text.replace(REPO + os.sep, "").replace(REPO, ".")
     if sys.executable:
         text = re.sub(re.escape(sys.executable) + r"\b", "python3", text)
+    text = text.replace(REPO + os.sep, "").replace(REPO, ".")
     text = _SITE.sub("<site-packages>/", text)
     return _ABS.sub(r"<path>/\1", text)
 
@@ -166,8 +259,51 @@ def _public(text: str) -> str:
 # parsing
 # --------------------------------------------------------------------------
 
+def one_line(message: str, nodeid: str | None = None) -> str:
+    """The line of a pytest failure text that says what went wrong.
+
+    The first line of the last block of ``E`` lines (the exception raised),
+    else the last non-empty line; ``nodeid`` becomes ``<this test>`` and a
+    crashed pytest-xdist worker is named as such, so that one cause gives
+    one message.
+
+    Examples
+    --------
+    >>> one_line("[gw3] linux -- Python 3.12\\nworker 'gw3' crashed while running 't.py::a'", "t.py::a")
+    'worker crashed (it exited: a poisoned CUDA context, a timeout or a fatal error)'
+    """
+    lines = [line.rstrip() for line in (message or "").splitlines()]
+    errors = [i for i, line in enumerate(lines) if line.startswith("E ")]
+    if errors:
+        first = errors[-1]
+        while first - 1 in errors:
+            first -= 1
+        text = lines[first][1:].strip()
+    else:
+        text = next((line.strip() for line in reversed(lines) if line.strip()), "")
+    if re.match(r"worker '[^']*' crashed while running ", text):
+        return "worker crashed (it exited: a poisoned CUDA context, a timeout or a fatal error)"
+    if nodeid:
+        text = text.replace(nodeid, "<this test>")
+    return _public(re.sub(r"0x[0-9a-fA-F]{6,}", "0x...", text))[:300]
+
+
+def _junit_name(nodeid: str) -> str:
+    """The ``classname::name`` that pytest's JUnit XML gives a test id.
+
+    Examples
+    --------
+    >>> _junit_name("tests/kernels/test_a.py::TestB::test_c[cuda:0-x::y]")
+    'tests.kernels.test_a.TestB::test_c[cuda:0-x::y]'
+    """
+    path, bracket, params = nodeid.partition("[")
+    names = path.split("::")
+    names[0] = re.sub(r"\.py$", "", names[0].replace("/", "."))
+    return ".".join(names[:-1]) + "::" + names[-1] + bracket + params
+
+
 def parse_junit(path: str) -> dict | None:
-    """Counts, failing test names and top skip reasons from a pytest JUnit XML file."""
+    """Counts, failing tests and top skip reasons from a pytest JUnit XML file."""
     try:
         root = ET.parse(path).getroot()
     except (OSError, ET.ParseError):
@@ -182,20 +318,108 @@ def parse_junit(path: str) -> dict | None:
         name = f"{case.get('classname', '')}::{case.get('name', '')}"
         for child in case:
             if child.tag in ("failure", "error"):
-                message = (child.get("message") or child.text or "").strip().splitlines()
-                failures.append({"test": name, "kind": child.tag,
-                                 "message": _public(message[0] if message else "")[:300]})
+                text = (child.get("message") or child.text or "").strip().splitlines()
+                failures.append({"test": name, "kind": "failed" if child.tag == "failure" else "error",
+                                 "message": _public(text[0] if text else "")[:300]})
             elif child.tag == "skipped":
                 skips[_public((child.get("message") or "").strip())[:200]] += 1
     passed = counts["tests"] - counts["failures"] - counts["errors"] - counts["skipped"]
-    return {"tests": counts["tests"], "passed": passed, "failed": counts["failures"],
-            "errors": counts["errors"], "skipped": counts["skipped"], "failures": failures[:200],
-            "n_failures_listed": min(len(failures), 200),
+    return {"source": "junit", "tests": counts["tests"], "passed": passed, "failed": counts["failures"],
+            "errors": counts["errors"], "skipped": counts["skipped"], "failures": failures,
             "skip_reasons": [{"reason": r, "count": n} for r, n in skips.most_common(15)]}
 
 
+def parse_outcome_log(path: str) -> dict | None:
+    """Counts, failures with their messages, skip reasons and the slowest tests from an outcome log.
+
+    The log is written by :mod:`benchmarks._outcome_log_plugin`; a line cut
+    short by a killed run is ignored.
+    """
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = f.readlines()
+    except OSError:
+        return None
+    records, collected = [], None
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if "collected" in record:
+            collected = collected if collected is not None else record["collected"]
+        elif "nodeid" in record:
+            records.append(record)
+    counts = collections.Counter(r["outcome"] for r in records)
+    plural = {"error": "errors"}
+    skips = collections.Counter(_public(r.get("message") or "")[:200] for r in records
+                                if r["outcome"] == "skipped")
+    calls = sorted((r for r in records if r.get("when") == "call"), key=lambda r: -(r.get("duration") or 0))
+    out = {"source": "outcome log", "tests": len({r["nodeid"] for r in records}), "collected": collected,
+           **{plural.get(k, k): n for k, n in sorted(counts.items())},
+           "failures": _failures(records),
+           "skip_reasons": [{"reason": r, "count": n} for r, n in skips.most_common(15)],
+           "slowest": [{"test": r["nodeid"], "seconds": r["duration"]} for r in calls[:10]]}
+    for key in ("passed", "failed", "errors", "skipped"):
+        out.setdefault(key, 0)
+    return out
+
+
+def _failures(records) -> list[dict]:
+    """One entry per failing test, in the order they came.
+
+    A test with several lines (a failure, then a teardown error; or its
+    pytest-xdist worker's exit after a teardown error) keeps the first
+    message, unless that was only the worker's exit.
+    """
+    by_test: dict = {}
+    for r in records:
+        if r["outcome"] not in ("failed", "error"):
+            continue
+        crash = r["when"] == "???"
+        entry = by_test.get(r["nodeid"])
+        if entry is None or (entry["when"] == "???" and not crash):
+            entry = by_test.setdefault(r["nodeid"], {"test": r["nodeid"]})
+            entry.update(kind=r["outcome"], when=r["when"], message=one_line(r.get("message") or "", r["nodeid"]),
+                         detail=_public(r.get("message") or ""))
+        if crash:
+            entry["worker_crashed"] = True
+    return list(by_test.values())
+
+
+def summarize_tests(junit_path: str, outcome_path: str, output: str = "") -> dict:
+    """The tests stage's counts and failures: JUnit XML first, then the outcome log, then pytest's output.
+
+    With both files, the JUnit failures take their test id, one-line message
+    and traceback end from the outcome log. ``reported`` and ``collected``
+    always come from the outcome log when it exists. The first
+    :data:`MAX_FAILURES` failures are kept, ``n_failures`` counts them all.
+    """
+    junit, outcomes = parse_junit(junit_path), parse_outcome_log(outcome_path)
+    if junit is None and outcomes is None:
+        counts = parse_pytest_summary(output)
+        return dict(counts, source="pytest output") if counts else {}
+    counts = junit or outcomes
+    if junit is not None and outcomes is not None:
+        by_name = {_junit_name(f["test"]): f for f in outcomes["failures"]}
+        merged: dict = {}
+        for f in junit["failures"]:
+            known = by_name.get(f["test"])
+            key = known["test"] if known else f["test"]
+            if key in merged:  # one test reported twice (e.g. a teardown error, then its worker's exit)
+                continue
+            merged[key] = known or f
+        counts["failures"] = list(merged.values())
+        counts["slowest"] = outcomes["slowest"]
+    if outcomes is not None:
+        counts["reported"], counts["collected"] = outcomes["tests"], outcomes["collected"]
+    counts["n_failures"] = len(counts["failures"])
+    counts["failures"] = counts["failures"][:MAX_FAILURES]
+    return counts
+
+
 def parse_pytest_summary(text: str) -> dict:
-    """Counts from pytest's last summary line (used when there is no JUnit file).
+    """Counts from pytest's last summary line (used when there is neither JUnit XML nor outcome log).
 
     Examples
     --------
@@ -273,6 +497,154 @@ def _sanitizer_path() -> str | None:
     return None
 
 
+def _have(module: str) -> bool:
+    """Whether ``module`` is importable here (so in the stage's interpreter, which is this one)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _version(dist: str) -> tuple:
+    """The leading numbers of an installed distribution's version, ``()`` if unknown.
+
+    Examples
+    --------
+    >>> _version("no-such-distribution")
+    ()
+    """
+    try:
+        text = importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return ()
+    return tuple(int(n) for n in re.findall(r"\d+", text.split("+")[0])[:3])
+
+
+# --------------------------------------------------------------------------
+# the stages' commands
+# --------------------------------------------------------------------------
+
+def pytest_command(py: str, junit: str, *, workers: int, markers: str, test_timeout: float) -> list[str]:
+    """The tests stage's pytest command line, using the plugins that are installed.
+
+    pytest-xdist runs ``workers`` processes (``--dist=worksteal`` from
+    xdist 3.2 on, so that idle workers take over a long tail) and may
+    replace up to :data:`MAX_WORKER_RESTART` workers that exit;
+    pytest-timeout's thread method then ends a worker whose test hangs, even
+    inside a CUDA call (without xdist the signal method fails just the test).
+    """
+    cmd = [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "benchmarks._outcome_log_plugin",
+           f"--junitxml={junit}", "-rfE", "--tb=short"]
+    if markers:
+        cmd += ["-m", markers]
+    xdist = workers > 1 and _have("xdist")
+    if xdist:
+        cmd += ["-n", str(workers), f"--max-worker-restart={MAX_WORKER_RESTART}"]
+        if _version("pytest-xdist") >= (3, 2):
+            cmd.append("--dist=worksteal")
+    if test_timeout and _have("pytest_timeout"):
+        cmd += [f"--timeout={test_timeout:g}"] + (["--timeout-method=thread"] if xdist else [])
+    if _have("pytest_benchmark"):
+        cmd += ["-p", "no:benchmark"]
+    return cmd + ["tests"]
+
+
+def bench_cuda_plan(modules: str, full_size: bool) -> list[tuple]:
+    """``(module, size, least_s)`` for the comma-separated ``modules``, in that order.
+
+    Examples
+    --------
+    >>> bench_cuda_plan("coalesce,linalg", False)
+    [('coalesce', 16777216, 20), ('linalg', 2097152, 60)]
+    >>> bench_cuda_plan("io", True)
+    [('io', None, 15)]
+    """
+    known = {name: (size, least) for name, size, least in BENCH_CUDA_PLAN}
+    plan = []
+    for name in (m.strip() for m in modules.split(",")):
+        if name:
+            size, least = known.get(name, (None, 15))
+            plan.append((name, None if full_size else size, least))
+    return plan
+
+
+def _bench_part_status(res: dict) -> str:
+    if res.get("rc") == 1 and not res.get("timed_out"):
+        return "ok, with error rows"
+    if res.get("rc") == 2 and not res.get("timed_out"):
+        return "CUDA not usable"
+    return _stage_status(res)
+
+
+def run_bench_cuda(plan, timeout: float, logs: str, log_path: str, env, py: str, target_time: float,
+                   out_stem: str) -> dict:
+    """Run ``benchmarks.run --device cuda`` once per module of ``plan``, most important first.
+
+    A module may use the time left but the least that each later module is
+    promised (``least_s`` of :data:`BENCH_CUDA_PLAN`, plus a few seconds to
+    start), and never less than its own ``least_s`` while that much is
+    left: when time is short the later modules lose their share first. What
+    a module leaves unused goes to the later ones. Each limit leaves the
+    time to stop the module (SIGINT, then SIGTERM and SIGKILL), so the stage
+    ends within ``timeout``. The rows of all modules are merged into
+    ``out_stem.json`` and ``.md`` after each module.
+    """
+    deadline = time.monotonic() + timeout
+    interrupt_s, start_s = 3, 3
+    parts, docs, modules = [], {}, {}
+    for i, (module, size, least) in enumerate(plan):
+        left = deadline - time.monotonic() - interrupt_s - STOP_S
+        promised = sum(later + start_s for _, _, later in plan[i + 1:])
+        limit = min(left, max(left - promised, least))
+        if any(p["status"] == "CUDA not usable" for p in parts):
+            parts.append({"module": module, "size": size, "status": "not run (CUDA not usable)"})
+            continue
+        if limit < 10:
+            parts.append({"module": module, "size": size, "status": "not run (no time left)"})
+            continue
+        name = f"bench-cuda-{module}"
+        cmd = [py, "-m", "benchmarks.run", "--device", "cuda", "--out", logs, "--name", name,
+               "--only", f"bench_{module}", "--target-time", f"{target_time:g}"]
+        cmd += ["--size", str(size)] if size else []
+        res = run_stage("bench-cuda", cmd, limit, log_path, env, interrupt_s=interrupt_s,
+                        label=f"bench-cuda {module}")
+        doc = _read_json(os.path.join(logs, name + ".json"))
+        rows = sum(len(v) for v in doc.get("results", {}).values()) if doc else 0
+        parts.append({"module": module, "size": size, "rows": rows, "status": _bench_part_status(res),
+                      **{k: res.get(k) for k in ("command", "seconds", "timeout_s", "timed_out", "rc")}})
+        if doc:
+            docs[module] = doc
+            try:
+                mod = importlib.import_module(f"benchmarks.bench_{module}")
+                modules[bench_run._title(mod)] = mod
+            except Exception:  # noqa: BLE001 (the generic tables will do)
+                pass
+            merged = _merge_bench(docs, plan, target_time)
+            bench_run.save(merged, modules, out_stem)
+    bad = [f"{p['module']}: {p['status']}" for p in parts if p["status"] != "ok"]
+    return {"parts": parts, "status": "ok" if not bad else "; ".join(bad),
+            "seconds": round(sum(p.get("seconds") or 0 for p in parts), 1), "timeout_s": round(timeout),
+            "rc": max((p["rc"] for p in parts if p.get("rc") is not None), default=None),
+            "timed_out": any(p.get("timed_out") for p in parts), "log": os.path.basename(log_path)}
+
+
+def _merge_bench(docs: dict, plan, target_time: float) -> dict:
+    """One results document from the per-module ones (in plan order), as ``benchmarks.run`` writes it."""
+    first, last = next(iter(docs.values())), list(docs.values())[-1]
+    doc = {k: first[k] for k in ("schema", "date", "started", "device", "device_name", "quick", "target_s",
+                                 "machine", "versions", "git") if k in first}
+    runs = "; ".join(f"--only bench_{m}" + (f" --size {s}" if s else "") for m, s, _ in plan if m in docs)
+    doc["command"] = (f"python -m benchmarks.run --device cuda --target-time {target_time:g}, "
+                      f"one process per module: {runs}")
+    doc["results"] = {}
+    for d in docs.values():
+        doc["results"].update(d.get("results", {}))
+    for key in ("finished", "load_avg_end"):
+        if key in last:
+            doc[key] = last[key]
+    return doc
+
+
 # --------------------------------------------------------------------------
 # the report
 # --------------------------------------------------------------------------
@@ -313,6 +685,46 @@ def _bench_overview(doc: dict | None) -> dict:
     return {"rows": len(rows), "status": dict(status), "problems": bad[:50]}
 
 
+def _tests_markdown(t: dict) -> list[str]:
+    c = t.get("counts") or {}
+    lines = ["## Tests", ""]
+    reported = (f"{c.get('reported', '?')} of {c.get('collected') or '?'} collected tests had reported"
+                if "reported" in c else "no outcome log")
+    if t.get("status") == "running":
+        lines += [f"Still running after {t.get('seconds', '?')} s: {reported}.", ""]
+    elif t.get("timed_out"):
+        lines += [f"**The stage timed out after {t.get('seconds')} s**: {reported} by then; "
+                  f"the rest did not run or did not finish.", ""]
+    keys = ("tests", "passed", "failed", "errors", "skipped", "xfailed", "xpassed")
+    counted = ", ".join(f"{k} {c[k]}" for k in keys if k in c)
+    lines.append(f"{counted} (from the {c.get('source')})" if counted else f"no counts ({t.get('status')})")
+    if t.get("command"):
+        lines += ["", f"Command: `{t['command']}`" + "".join(f", {k}={v}" for k, v in t.get("env", {}).items())]
+    failures = c.get("failures") or []
+    if failures:
+        groups: dict = {}
+        for f in failures:
+            groups.setdefault(f.get("message") or "(no message)", []).append(f)
+        listed = f", the first {len(failures)} listed" if c.get("n_failures", 0) > len(failures) else ""
+        lines += ["", f"Failures and errors by message ({c.get('n_failures', len(failures))} tests{listed}, "
+                  f"{len(groups)} messages):"]
+        for message, group in sorted(groups.items(), key=lambda kv: -len(kv[1]))[:30]:
+            more = f" and {len(group) - 1} more" if len(group) > 1 else ""
+            lines.append(f"- {len(group)} × {message.replace('|', '/')}: `{group[0]['test']}`{more}")
+        lines += ["", "Failing tests (first 100):"]
+        for f in failures[:100]:
+            how = f.get("kind", "failed") + (f" in {f['when']}" if f.get("when") not in (None, "call", "???") else "")
+            how += ", worker exited" if f.get("worker_crashed") else ""
+            lines.append(f"- `{f['test']}` ({how}): {(f.get('message') or '').replace('|', '/')}")
+    if c.get("slowest"):
+        lines += ["", "Slowest tests:"]
+        lines += [f"- {s['seconds']:.1f} s `{s['test']}`" for s in c["slowest"]]
+    if c.get("skip_reasons"):
+        lines += ["", "Skip reasons:"]
+        lines += [f"- {s['count']} × {s['reason']}" for s in c["skip_reasons"]]
+    return lines + [""]
+
+
 def markdown(report: dict) -> str:
     gpu = report["gpu"]
     git = report["git"]
@@ -333,23 +745,8 @@ def markdown(report: dict) -> str:
                          f"{st.get('timeout_s', '')} | {st.get('rc', '')} |")
     lines += ["", "```", report.get("show_config", "").rstrip(), "```", ""]
 
-    t = report["stages"].get("tests")
-    if t:
-        lines += ["## Tests", ""]
-        c = t.get("counts") or {}
-        lines.append(", ".join(f"{k} {c[k]}" for k in ("tests", "passed", "failed", "errors", "skipped")
-                               if k in c) or f"no counts ({t.get('status')})")
-        failures = c.get("failures") or []
-        if failures:
-            by_message = collections.Counter(f"{f['kind']}: {f['message']}" for f in failures)
-            lines += ["", "Failures and errors by message:"]
-            lines += [f"- {n} × {m}" for m, n in by_message.most_common(15)]
-            lines += ["", "Failing tests (first 40):"]
-            lines += [f"- `{f['test']}`" for f in failures[:40]]
-        if c.get("skip_reasons"):
-            lines += ["", "Skip reasons:"]
-            lines += [f"- {s['count']} × {s['reason']}" for s in c["skip_reasons"]]
-        lines.append("")
+    if report["stages"].get("tests"):
+        lines += _tests_markdown(report["stages"]["tests"])
     s = report["stages"].get("sanitizer")
     if s:
         lines += ["## compute-sanitizer memcheck (tests/kernels)", "",
@@ -365,6 +762,11 @@ def markdown(report: dict) -> str:
         files = ", ".join(b.get("files", [])) or "none"
         lines += [f"## {title}", "",
                   f"Files: {files}; rows {overview.get('rows', 0)} {overview.get('status', '')}", ""]
+        if b.get("parts"):
+            lines += ["| module | size | status | rows | seconds | timeout |", "|---|---|---|---|---|---|"]
+            lines += [f"| {p['module']} | {p.get('size') or 'full'} | {p['status']} | {p.get('rows', '')} | "
+                      f"{p.get('seconds', '')} | {p.get('timeout_s', '')} |" for p in b["parts"]]
+            lines.append("")
         lines += [f"- {p}" for p in overview.get("problems", [])]
         if b.get("summary_md"):
             lines += ["", b["summary_md"]]
@@ -389,12 +791,41 @@ def _stage_status(res: dict) -> str:
     return "ok" if res["rc"] == 0 else f"exit {res['rc']}"
 
 
+def _join_logs(logs: str, path: str) -> str:
+    """Every stage's log in one file (each cut to its start and end past :data:`LOG_KEEP_CHARS`)."""
+    with open(path, "w") as out:
+        for name in STAGES:
+            text = _read_text(os.path.join(logs, f"{name}.log"))
+            if not text:
+                continue
+            if len(text) > LOG_KEEP_CHARS:
+                head = LOG_KEEP_CHARS // 10
+                text = (text[:head] + f"\n[... {len(text) - LOG_KEEP_CHARS} characters left out ...]\n"
+                        + text[-(LOG_KEEP_CHARS - head):])
+            out.write(f"===== {name}.log =====\n{text}\n")
+    return path
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python3 -m benchmarks.gpu_report", description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default=os.path.join("benchmarks", "results"))
-    p.add_argument("--budget", type=float, default=1140, help="seconds for all stages together")
-    p.add_argument("--stages", default=",".join(STAGES), help="comma-separated subset of " + ",".join(STAGES))
-    p.add_argument("--target-time", type=float, default=1.0, help="passed to the CUDA benchmark run")
+    p.add_argument("--budget", type=float, default=DEFAULT_BUDGET,
+                   help=f"seconds for all stages together, stopping included (default {DEFAULT_BUDGET})")
+    p.add_argument("--stages", default=",".join(DEFAULT_STAGES),
+                   help="comma-separated subset of " + ",".join(STAGES) + " (default: %(default)s)")
+    p.add_argument("--test-devices", default="cuda",
+                   help="GPUSPARSE_TEST_DEVICES for the tests ('all': every device; default: %(default)s)")
+    p.add_argument("--test-markers", default="not slow",
+                   help="pytest -m expression ('' for every test; default: %(default)s)")
+    p.add_argument("--test-timeout", type=float, default=TEST_TIMEOUT_S,
+                   help="seconds one test may take (pytest-timeout; 0: no limit; default: %(default)s)")
+    p.add_argument("--workers", type=int, default=min(os.cpu_count() or 1, MAX_WORKERS),
+                   help="pytest-xdist processes (1: none; default: %(default)s)")
+    p.add_argument("--target-time", type=float, default=0.2,
+                   help="seconds of timed repeats per CUDA measurement (default: %(default)s)")
+    p.add_argument("--bench-modules", default=",".join(m for m, _, _ in BENCH_CUDA_PLAN),
+                   help="CUDA benchmark modules, most important first (default: %(default)s)")
+    p.add_argument("--full-size", action="store_true", help="CUDA benchmarks at the modules' own sizes")
     args = p.parse_args(argv)
     stages = [s.strip() for s in args.stages.split(",") if s.strip()]
     unknown = [s for s in stages if s not in STAGES]
@@ -433,31 +864,54 @@ def main(argv=None) -> int:
         # A run split over several calls (--stages) keeps the other stages' results.
         report["stages"] = {k: v for k, v in earlier.get("stages", {}).items() if k not in stages}
     say(f"GPU {gpu.get('name')} ({gpu.get('source')}); commit {report['git'].get('commit')}; "
-        f"report -> {stem}.md")
-    copies = []
+        f"report -> {stem}.md; logs in {logs}")
+    copies = []  # files for $OUT besides the report, most useful first
 
     def publish():
         _save(report, stem)
         if remote_out:
-            _copy_out([stem + ".json", stem + ".md"] + copies, remote_out)
+            joined = _join_logs(logs, os.path.join(logs, "stage-logs.txt"))
+            _copy_out([stem + ".json", stem + ".md"] + copies + [joined], remote_out)
 
     publish()
 
+    def stop_s(name):  # bench-cuda keeps its modules' stopping time within its own timeout
+        return 0 if name == "bench-cuda" else INTERRUPT_S.get(name, 5) + STOP_S
+
     def timeout_for(name):
-        later = [s for s in stages[stages.index(name) + 1:]]
-        reserve = sum(LIMITS[s][1] for s in later)
-        return max(30.0, min(LIMITS[name][0], deadline - time.monotonic() - reserve))
+        reserve = sum(LIMITS[s][1] + stop_s(s) for s in stages[stages.index(name) + 1:])
+        return max(30.0, min(LIMITS[name][0], deadline - time.monotonic() - reserve - stop_s(name)))
 
     for name in stages:
         log_path = os.path.join(logs, f"{name}.log")
         res = {}
         try:
             if name == "tests":
-                junit = os.path.join(logs, "junit.xml")
-                res = run_stage(name, [py, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                                       f"--junitxml={junit}", "tests"], timeout_for(name), log_path, env)
-                res["counts"] = parse_junit(junit) or parse_pytest_summary(res.get("tail", ""))
-                copies += [junit]
+                junit, outcomes = os.path.join(logs, "junit.xml"), os.path.join(logs, "outcomes.jsonl")
+                test_env = dict(env, GPUSPARSE_OUTCOME_LOG=outcomes)
+                test_env.setdefault("GPUSPARSE_HYPOTHESIS_PROFILE", "ci")
+                if args.test_devices.strip().lower() == "all":
+                    test_env.pop("GPUSPARSE_TEST_DEVICES", None)
+                else:
+                    test_env["GPUSPARSE_TEST_DEVICES"] = args.test_devices
+                cmd = pytest_command(py, junit, workers=args.workers, markers=args.test_markers,
+                                     test_timeout=args.test_timeout)
+                copies += [junit, outcomes]
+                shown = {k: test_env[k] for k in ("GPUSPARSE_TEST_DEVICES", "GPUSPARSE_HYPOTHESIS_PROFILE")
+                         if k in test_env}
+                started = time.monotonic()
+
+                def tick():
+                    report["stages"]["tests"] = {"status": "running", "env": shown,
+                                                 "seconds": round(time.monotonic() - started),
+                                                 "counts": summarize_tests(junit, outcomes)}
+                    report["total_s"] = round(time.monotonic() - began, 1)
+                    publish()
+
+                res = run_stage(name, cmd, timeout_for(name), log_path, test_env,
+                                interrupt_s=INTERRUPT_S["tests"], tick=tick)
+                res["env"] = shown
+                res["counts"] = summarize_tests(junit, outcomes, res.get("tail", ""))
             elif name == "sanitizer":
                 tool = _sanitizer_path()
                 if tool is None:
@@ -468,32 +922,33 @@ def main(argv=None) -> int:
                     res = run_stage(name, [tool, "--tool", "memcheck", py, "-m", "pytest", "tests/kernels",
                                            "-q", "-x", "-p", "no:cacheprovider",
                                            "-p", "benchmarks._sanitizer_plugin"],
-                                    timeout_for(name), log_path, env)
+                                    timeout_for(name), log_path, env, interrupt_s=INTERRUPT_S["sanitizer"])
                     res.update(parse_sanitizer(_read_text(log_path) or res.get("tail", "")))
                     if res.get("errors"):
                         res["status"] = f"{res['errors']} memcheck errors"
+            elif name == "bench-cuda":
+                bench_stem = os.path.join(out_dir, f"{date}-cuda-{gpu_slug}")
+                copies += [bench_stem + ".json", bench_stem + ".md"]
+                res = run_bench_cuda(bench_cuda_plan(args.bench_modules, args.full_size), timeout_for(name),
+                                     logs, log_path, env, py, args.target_time, bench_stem)
+                res["files"] = [os.path.basename(bench_stem + s) for s in (".json", ".md")
+                                if os.path.exists(bench_stem + s)]
+                res["overview"] = _bench_overview(_read_json(bench_stem + ".json") if res["files"] else None)
+                res["summary_md"] = _summary_block(bench_stem + ".md")
             else:
-                cuda = name == "bench-cuda"
-                bench_out = out_dir if cuda else logs
-                bench_stem = f"{date}-cuda-{gpu_slug}" if cuda else f"{date}-{gpu_slug}-host-cpu-quick"
-                cmd = [py, "-m", "benchmarks.run", "--out", bench_out, "--name", bench_stem]
-                cmd += ["--device", "cuda", "--target-time", str(args.target_time)] if cuda \
-                    else ["--device", "cpu", "--quick"]
+                bench_stem = f"{date}-{gpu_slug}-host-cpu-quick"
+                cmd = [py, "-m", "benchmarks.run", "--out", logs, "--name", bench_stem,
+                       "--device", "cpu", "--quick"]
                 res = run_stage(name, cmd, timeout_for(name), log_path, env)
-                base = os.path.join(bench_out, bench_stem)
-                doc = _read_json(base + ".json")
-                res["files"] = [os.path.basename(base + s) for s in (".json", ".md")
-                                if os.path.exists(base + s)]
+                doc = _read_json(os.path.join(logs, bench_stem + ".json"))
                 res["overview"] = _bench_overview(doc)
-                res["summary_md"] = _summary_block(base + ".md")
-                if doc and not cuda:
-                    res["results"] = doc.get("results")
-                copies += [base + ".json", base + ".md"]
+                res["summary_md"] = _summary_block(os.path.join(logs, bench_stem + ".md"))
+                if doc:
+                    res["results"] = doc.get("results")  # in the report; the files stay in the log folder
         except Exception as exc:  # noqa: BLE001 (a stage's failure is recorded, never fatal)
             res.setdefault("error", f"{type(exc).__name__}: {exc}")
             say(f"{name}: failed in the report itself: {res['error']}")
         res.setdefault("status", _stage_status(res) if "rc" in res else "error")
-        copies.append(log_path)
         report["stages"][name] = res
         report["total_s"] = round(time.monotonic() - began, 1)
         publish()
@@ -502,23 +957,25 @@ def main(argv=None) -> int:
     report["total_s"] = round(time.monotonic() - began, 1)
     publish()
     say(f"wrote {stem}.json and {stem}.md in {report['total_s']} s"
-        + ("; copied them, the benchmark files and the logs to $OUT" if remote_out else ""))
+        + ("; copied them, the test and benchmark files and the logs to $OUT" if remote_out else ""))
     return 0
 
 
 def _copy_out(paths, folder: str) -> None:
-    """Copy the files that exist to ``folder`` (a remote runner fetches ``$OUT``)."""
+    """Copy the first :data:`MAX_OUT_FILES` of ``paths`` that exist to ``folder`` (fetched from ``$OUT``)."""
     try:
         os.makedirs(folder, exist_ok=True)
     except OSError as exc:
         say(f"cannot create $OUT: {exc}")
         return
-    for path in paths:
-        if path and os.path.exists(path):
-            try:
-                shutil.copy2(path, os.path.join(folder, os.path.basename(path)))
-            except OSError as exc:
-                say(f"could not copy {os.path.basename(path)} to $OUT: {exc}")
+    present = [path for path in dict.fromkeys(paths) if path and os.path.exists(path)]
+    for path in present[MAX_OUT_FILES:]:
+        say(f"not copied to $OUT (at most {MAX_OUT_FILES} files): {os.path.basename(path)}")
+    for path in present[:MAX_OUT_FILES]:
+        try:
+            shutil.copy2(path, os.path.join(folder, os.path.basename(path)))
+        except OSError as exc:
+            say(f"could not copy {os.path.basename(path)} to $OUT: {exc}")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,26 @@ with the reason :func:`gpusparse._device.cuda_status` gives.
 ``GPUSPARSE_TEST_DEVICES`` restricts the devices: a comma-separated list
 such as ``cpu``, ``cuda`` (every CUDA device) or ``cpu,cuda:1``.
 
+A poisoned CUDA context
+-----------------------
+A kernel that makes an illegal memory access (or hits another *sticky*
+error) leaves the process's CUDA context unusable: every later CUDA call in
+that process fails with the same error. So after each CUDA test (marker
+``gpu``) the device is synchronised; an error there fails the test in its
+teardown, naming the CUDA error. When the error is sticky (a second
+synchronisation fails too), the context is marked poisoned: under
+pytest-xdist (``PYTEST_XDIST_WORKER`` set) the worker process then exits
+once the test's reports are sent, and xdist starts a fresh worker with a
+clean context (it also reports the test once more, as "worker crashed");
+without xdist every later CUDA test on that device fails at once with
+"CUDA context poisoned by <nodeid>: <error>" instead of failing in confusing
+ways. Without a real GPU (no CuPy, no device, or the emulated device) none
+of this is defined.
+
+On a real GPU, CUDA tests also draw no float32 subnormal numbers for
+arithmetic: CuPy compiles every kernel with ``-ftz=true``, so the GPU
+flushes them where NumPy keeps them (``tests/strategies.py``).
+
 Hypothesis
 ----------
 Profiles: ``dev`` (the default: 30 examples, no deadline, since Numba
@@ -22,12 +42,14 @@ with ``GPUSPARSE_HYPOTHESIS_PROFILE=ci`` or pytest's ``--hypothesis-profile``.
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
 from gpusparse._device import Device, cuda_status
+from gpusparse._kernels import cuda_emulation
 
 _SLOW_CHECKS = [HealthCheck.too_slow, HealthCheck.data_too_large]
 
@@ -83,3 +105,67 @@ def device(request) -> Device:
 def rng() -> np.random.Generator:
     """A NumPy generator seeded per test, so failures reproduce."""
     return np.random.default_rng(20240601)
+
+
+# --------------------------------------------------------------------------
+# A poisoned CUDA context (see the module docstring)
+# --------------------------------------------------------------------------
+
+_POISONED: dict = {}  # CUDA device index -> "CUDA context poisoned by <nodeid>: <error>"
+
+
+def _sync_error(index: int) -> "str | None":
+    """The error that synchronising CUDA device ``index`` reports, if any."""
+    import cupy
+
+    try:
+        cupy.cuda.Device(index).synchronize()
+    except cupy.cuda.runtime.CUDARuntimeError as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+if cuda_status().device_count > 0 and not cuda_emulation.enabled():
+
+    @pytest.fixture(autouse=True)
+    def _cuda_context_guard(request):
+        """Fail a CUDA test that leaves a CUDA error behind; refuse to run on a poisoned context."""
+        if request.node.get_closest_marker("gpu") is None:
+            yield
+            return
+        callspec = getattr(request.node, "callspec", None)
+        param = callspec.params.get("device") if callspec else None
+        index = Device.parse(param).index if isinstance(param, str) and param.startswith("cuda") else 0
+        if index in _POISONED:
+            pytest.fail(_POISONED[index], pytrace=False)
+        yield
+        error = _sync_error(index)
+        if error is None:
+            return
+        if _sync_error(index) is not None:  # sticky: the context is lost for this process
+            _POISONED[index] = f"CUDA context poisoned by {request.node.nodeid}: {error}"
+            pytest.fail(_POISONED[index], pytrace=False)
+        pytest.fail(f"CUDA error after the test: {error}", pytrace=False)
+
+    @pytest.fixture(autouse=True)
+    def _float32_subnormals(request):
+        """CUDA tests draw no float32 subnormals for arithmetic (``strategies.FLUSHES_FLOAT32_SUBNORMALS``).
+
+        CuPy compiles its kernels with ``-ftz=true``: a GPU flushes them, by
+        design, where NumPy keeps them.
+        """
+        import strategies
+
+        strategies.FLUSHES_FLOAT32_SUBNORMALS = request.node.get_closest_marker("gpu") is not None
+        yield
+        strategies.FLUSHES_FLOAT32_SUBNORMALS = False
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        """Under pytest-xdist, end a worker whose context is poisoned once the test is reported."""
+        result = yield
+        if _POISONED and os.environ.get("PYTEST_XDIST_WORKER"):
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(1)
+        return result
