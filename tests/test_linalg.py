@@ -227,6 +227,27 @@ def test_spmm_primitive(device, dtype, trans, order, n, rng):
         assert_product(out, expected, bound)
 
 
+@pytest.mark.parametrize("dtype", [np.dtype(np.float64), np.dtype(np.complex64), np.dtype(np.int32)],
+                         ids=lambda d: d.name)
+@pytest.mark.parametrize("n", [16, 32])
+def test_spmm_primitive_random_rows_in_column_tiles(device, dtype, n, rng):
+    # Random columns and 16 or 32 dense columns: the CPU takes the 8-column tiles.
+    from gpusparse._kernels.cpu._linalg import _TILED_N, _streaming
+    k = kernels_for(device)
+    indptr, indices, data, dense = _random_csr(rng, 200, 500, 0.02, dtype)
+    assert n in _TILED_N and not _streaming(indptr, indices)
+    b = _values(rng, 500, dtype, (n,))
+    c0 = _values(rng, 200, dtype, (n,))
+    for alpha, beta in ((1, 0), (2, 3)):
+        out = put(c0.copy(), device)
+        k.spmm(put(indptr, device), put(indices, device), put(data, device), (200, 500), put(b, device), out,
+               alpha, beta)
+        with np.errstate(all="ignore"):
+            expected = (dtype.type(alpha) * (dense @ b) + dtype.type(beta) * c0).astype(dtype)
+            bound = abs(alpha) * (_abs64(dense) @ _abs64(b)) + abs(beta) * _abs64(c0)
+        assert_product(out, expected, bound)
+
+
 def test_spmm_primitive_column_major_views(device, rng):
     """b and out given as transposed (F-ordered) views are read and written in place."""
     k = kernels_for(device)
