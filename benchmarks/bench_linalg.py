@@ -27,7 +27,10 @@ their result against SciPy's:
   ``A @ A`` (SpGEMM), ``gpusparse.sampled_addmm`` (SDDMM).
 * CPU peers: ``scipy`` (single-threaded), ``mkl`` (``sparse_dot_mkl``,
   MKL's sparse BLAS, as many threads as Numba uses; skipped where it does
-  not load), ``torch`` (CPU CSR tensors, same thread count) and
+  not load; for SpGEMM ``mkl`` leaves the columns of each output row
+  unsorted, as SciPy does, and ``mkl-sorted`` asks MKL for sorted rows
+  (``reorder_output=True``), the canonical CSR gpusparse returns),
+  ``torch`` (CPU CSR tensors, same thread count) and
   ``graphblas`` (SuiteSparse:GraphBLAS through ``python-graphblas``,
   ``mxv`` / ``mxm`` with the ``plus_times`` semiring on a full dense
   operand, same thread count; see :mod:`benchmarks._graphblas`). SDDMM also
@@ -38,7 +41,7 @@ their result against SciPy's:
 
 Rows carry the median, GFLOP/s (``2 nnz N`` for SpMV/SpMM, ``2 x`` product
 terms for SpGEMM, ``2 nnz K`` for SDDMM), bandwidth against the compulsory
-traffic model of ``research/performance.md`` (SpMV/SpMM
+traffic model (SpMV/SpMM
 ``Z(V+I) + (m+1)I + nNV + mNV``; SDDMM ``Z(2I+V) + (m+n)KV``) and as a
 percentage of the copy bandwidth measured in the same run, and ``speedup``
 (peer time / gpusparse time: above 1, gpusparse is faster).
@@ -74,8 +77,7 @@ INDEX_BYTES = 4
 VALUE_BYTES = 8
 # rows of the SpMV matrices, the SpMM dense-operand budget (bytes per operand),
 # SpGEMM rows and SDDMM rows, per (cuda, quick). The stencil gets twice the
-# rows (the CPU anchors of research/performance.md: a 2048 x 2048 grid, and
-# random matrices of 2**21 rows).
+# rows (a 2048 x 2048 grid, against random matrices of 2**21 rows).
 STENCIL_SCALE = 2
 SIZES = {
     (False, False): {"spmv": 2**21, "dense_budget": 2**28, "spgemm": 2**17, "sddmm": 2**20},
@@ -303,6 +305,11 @@ def _spgemm_impls(ctx):
         a = op.host
         return lambda: mkl.dot_product_mkl(a, a)
 
+    def mkl_sorted_impl(op):
+        mkl = _mkl()
+        a = op.host
+        return lambda: mkl.dot_product_mkl(a, a, reorder_output=True)
+
     def torch_impl(op):
         torch = _torch(ctx)
         a = _to_torch_csr(torch, op.host, ctx, op.arrays)
@@ -322,8 +329,8 @@ def _spgemm_impls(ctx):
 
     if ctx.is_cuda:
         return {"gpusparse": ours, "cupyx": cupyx_impl, "torch": torch_impl}
-    return {"gpusparse": ours, "scipy": scipy_impl, "mkl": mkl_impl, "torch": torch_impl,
-            "graphblas": graphblas_impl}
+    return {"gpusparse": ours, "scipy": scipy_impl, "mkl": mkl_impl, "mkl-sorted": mkl_sorted_impl,
+            "torch": torch_impl, "graphblas": graphblas_impl}
 
 
 def _sddmm_impls(ctx):
