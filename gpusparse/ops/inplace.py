@@ -132,8 +132,7 @@ def prepare(x, result, name, casting="same_kind", shape=None):
         result = manipulation.broadcast_to(result, x.shape)
     if result.dtype != x.dtype:
         if not np.can_cast(result.dtype, x.dtype, casting=casting):
-            raise TypeError(f"Cannot cast ufunc '{name}' output from {result.dtype!r} to {x.dtype!r} "
-                            f"with casting rule '{casting}'")
+            raise _casting_error(name, result.dtype, x.dtype, casting)
         result = result.astype(x.dtype, copy=False)
     if result.format != x.format:
         if result.sparse_dim < 2 <= result.ndim:
@@ -178,6 +177,28 @@ def _two_sparse_dims(x):
 # ufuncs with out=
 # --------------------------------------------------------------------------
 
+def _result_dtypes(ufunc, inputs, kwargs) -> list:
+    """The dtypes of ``ufunc``'s results for ``inputs``, from NumPy on 0-d stand-ins (None if it refuses).
+
+    Arrays (sparse or dense) stand in as 0-d arrays of their dtype; scalars
+    go as they are, so NumPy's rules for Python scalars apply.
+    """
+    proxies = [np.zeros((), dtype=a.dtype) if hasattr(a, "dtype") and hasattr(a, "shape") else a for a in inputs]
+    extra = {k: v for k, v in kwargs.items() if k in ("dtype", "signature")}
+    try:
+        with np.errstate(all="ignore"):
+            results = ufunc(*proxies, **extra)
+    except Exception:  # noqa: BLE001 (the operation itself reports what it refuses)
+        return [None] * ufunc.nout
+    results = results if isinstance(results, tuple) else (results,)
+    return [np.asarray(r).dtype for r in results]
+
+
+def _casting_error(name, from_dtype, to_dtype, casting) -> TypeError:
+    return TypeError(f"Cannot cast ufunc '{name}' output from {np.dtype(from_dtype)!r} to {np.dtype(to_dtype)!r} "
+                     f"with casting rule '{casting}'")
+
+
 def ufunc_out(ufunc, method, inputs, kwargs, outs):
     """``ufunc`` with ``out=outs``: compute as without ``out``, then each output takes its result.
 
@@ -194,7 +215,12 @@ def ufunc_out(ufunc, method, inputs, kwargs, outs):
                 f"{name}: out= must be gpusparse arrays, got {type(out).__name__}; for a dense output "
                 "call the ufunc on dense operands (.todense() of the sparse ones) or assign the result"
             )
+    casting = kwargs.get("casting", "same_kind")
     if method == "__call__":
+        # NumPy's order: the output's dtype, then its shape, then the operation.
+        for out, dtype in zip(outs, _result_dtypes(ufunc, inputs, kwargs)):
+            if out is not None and dtype is not None and not np.can_cast(dtype, out.dtype, casting=casting):
+                raise _casting_error(name, dtype, out.dtype, casting)
         in_shapes = [tuple(getattr(a, "shape", ())) for a in inputs]
         for out in outs:
             if out is not None:
@@ -203,7 +229,6 @@ def ufunc_out(ufunc, method, inputs, kwargs, outs):
     if results is NotImplemented:
         return NotImplemented
     results = results if isinstance(results, tuple) else (results,)
-    casting = kwargs.get("casting", "same_kind")
     # Check every output before changing any (np.divmod with two outputs).
     ready = [r if out is None else prepare(out, r, name, casting) for out, r in zip(outs, results)]
     final = tuple(r if out is None else out._assign(r, name=name) for out, r in zip(outs, ready))
