@@ -229,9 +229,9 @@ def test_spmm_primitive(device, dtype, trans, order, n, rng):
 
 @pytest.mark.parametrize("dtype", [np.dtype(np.float64), np.dtype(np.complex64), np.dtype(np.int32)],
                          ids=lambda d: d.name)
-@pytest.mark.parametrize("n", [16, 32])
+@pytest.mark.parametrize("n", [8, 16, 32])
 def test_spmm_primitive_random_rows_in_column_tiles(device, dtype, n, rng):
-    # Random columns and 16 or 32 dense columns: the CPU takes the 8-column tiles.
+    # Random columns and 8, 16 or 32 dense columns: the CPU takes the 8-column tiles.
     from gpusparse._kernels.cpu._linalg import _TILED_N, _streaming
     k = kernels_for(device)
     indptr, indices, data, dense = _random_csr(rng, 200, 500, 0.02, dtype)

@@ -40,13 +40,15 @@ stencil, whose consecutive rows read neighbouring rows that the hardware
 prefetcher already follows, it cost 25 %, so it is switched off there for
 narrow rows (:func:`_streaming` looks at 64 sampled row pairs).
 
-With 16 or 32 columns and random rows, :func:`_spmm_tiles` keeps 8 output
-columns at a time in registers over the whole row instead of loading and
-storing the output row for every entry: 1.7-2.3x faster than ``_spmm_n``
-on 2**18 rows of 16 random entries (N = 16: 58-62 -> 26-35 ms, N = 32:
-73-81 -> 42-48 ms, 2 threads). It was not faster at N = 8 (within noise)
-nor at N = 64 (123 against 86-118 ms), nor on a stencil at any width (32:
-25-30 -> 33-34 ms), so only those two widths of random matrices take it.
+With 8, 16 or 32 columns and random rows, :func:`_spmm_tiles` keeps 8
+output columns at a time in registers over the whole row instead of
+loading and storing the output row for every entry (2 threads, medians):
+on 2**18 rows of 16 random entries N = 16 went from 58-62 to 26-35 ms and
+N = 32 from 73-81 to 42-48 ms; at N = 8 on the 2**21-row matrices of the
+benchmarks uniform 611 -> 457 ms, R-MAT 356 -> 305 ms, skew 347 -> 267 ms.
+It was slower at N = 64 (123 against 86-118 ms) and on a stencil at every
+width (32: 25-30 -> 33-34 ms), so only those widths of matrices with random
+columns take it.
 
 Transposed products scatter into one private output per range and add the
 copies afterwards, so no two threads write one element. Values are every
@@ -79,7 +81,7 @@ _REDUCE_CODES = {"sum": 0, "mean": 1, "max": 2, "min": 3}
 _PREFETCH_AHEAD = 16
 #: Widths of the dense operand (multiples of 8) that SpMM computes in 8-column
 #: tiles when the matrix gathers random rows (see "The SpMM and SDDMM loops").
-_TILED_N = (16, 32)
+_TILED_N = (8, 16, 32)
 
 
 def _jit_reassoc(func):
