@@ -7,7 +7,8 @@ Usage, from the repository root::
 
 Finds the newest ``benchmarks/results/<YYYY-MM-DD>-cpu-*.md`` written by
 ``python -m benchmarks.run`` (newest by date, then by the start time in the
-JSON beside it; quick runs are ignored), or takes ``--source``; takes its
+JSON beside it; quick runs and runs of only some of the modules are
+ignored), or takes ``--source``; takes its
 summary (the text between ``<!-- summary:start -->`` and
 ``<!-- summary:end -->``) and puts it in the README between the markers::
 
@@ -46,14 +47,24 @@ SUMMARY_END = "<!-- summary:end -->"
 _RESULT = re.compile(r"^(\d{4}-\d{2}-\d{2})-cpu-.*\.md$")
 
 
+#: The modules a result must cover to stand for the whole CPU table (a run
+#: of one module, such as ``--only linalg``, does not replace it).
+CORE_MODULES = ("coalesce", "elementwise", "indexing", "linalg", "manipulation", "reductions")
+
+
 def _started(md_path: str) -> str:
-    """The ``started`` time in the JSON beside a result ("" if unknown; "~" marks a quick run)."""
+    """The ``started`` time in the JSON beside a result.
+
+    "" if unknown; "~" marks a result that cannot stand for the table: a
+    quick run, or one without every module of :data:`CORE_MODULES`.
+    """
     try:
         with open(md_path[: -len(".md")] + ".json") as f:
             doc = json.load(f)
     except (OSError, ValueError):
         return ""
-    return "~" if doc.get("quick") else str(doc.get("started", ""))
+    partial = not set(CORE_MODULES) <= set(doc.get("results", {}))
+    return "~" if doc.get("quick") or partial else str(doc.get("started", ""))
 
 
 def latest_cpu_result(results: str) -> str | None:
