@@ -35,7 +35,7 @@ their result against SciPy's:
   ``mxv`` / ``mxm`` with the ``plus_times`` semiring on a full dense
   operand, same thread count; see :mod:`benchmarks._graphblas`). SDDMM also
   against ``numpy`` (a vectorised gather: ``einsum`` over ``a[rows]``,
-  ``bt[cols]``).
+  ``bt[cols]``; skipped where those would exceed ``GATHER_BUDGET``).
 * GPU peers: ``cupyx`` (cuSPARSE through CuPy), ``torch`` (CUDA CSR),
   ``jax`` (``BCOO`` products under ``jit``).
 
@@ -79,6 +79,8 @@ VALUE_BYTES = 8
 # SpGEMM rows and SDDMM rows, per (cuda, quick). The stencil gets twice the
 # rows (a 2048 x 2048 grid, against random matrices of 2**21 rows).
 STENCIL_SCALE = 2
+#: Bytes the vectorised-gather SDDMM peer (numpy / cupy) may materialise, per (cuda,).
+GATHER_BUDGET = {False: 4 * 2**30, True: 32 * 2**30}
 SIZES = {
     (False, False): {"spmv": 2**21, "dense_budget": 2**28, "spgemm": 2**17, "sddmm": 2**20},
     (False, True): {"spmv": 2**12, "dense_budget": 2**18, "spgemm": 2**10, "sddmm": 2**10},
@@ -341,6 +343,11 @@ def _sddmm_impls(ctx):
 
     def numpy_impl(op, a, b):
         xp = ctx.xp
+        gathered = 2 * op.host.nnz * a.shape[1] * a.dtype.itemsize
+        budget = GATHER_BUDGET[ctx.is_cuda]
+        if gathered > budget:  # (with the einsum's operands in memory at once: the host ran out at 2**20 uniform rows)
+            raise Skip(f"a[rows] and bt[cols] would take {gathered / 2**30:.1f} GiB, over the "
+                       f"{budget / 2**30:.0f} GiB allowed to this peer")
         rows = xp.asarray(np.repeat(np.arange(op.host.shape[0]), np.diff(op.host.indptr)))
         cols = op.arrays[1]
         bt = xp.ascontiguousarray(b.T)
