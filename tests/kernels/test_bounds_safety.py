@@ -565,7 +565,6 @@ def test_spgemm_of_hostile_structures_is_a_csr_inside_its_shape(device, k, rng, 
     assert ((indices >= 0) & (indices < n)).all()
 
 
-
 def _structure_model(indptr, indices, n_cols) -> bool:
     """Whether cuSPARSE may read ``(indptr, indices)``: pointers from 0 to nnz, never decreasing, indices in range."""
     return bool(indptr[0] == 0 and indptr[-1] == indices.size and (np.diff(indptr) >= 0).all()
@@ -597,6 +596,7 @@ def test_structure_check_in_front_of_cusparse(device, k, rng, case, index_dtype)
         assert expected == (case == "valid")
     assert _structure_valid(put(indptr, device), put(indices, device), m, n_cols) == expected
     assert not _structure_valid(put(indptr[:-1], device), put(indices, device), m, n_cols)  # too short
+
 
 # --------------------------------------------------------------------------
 # Every primitive at once, in a child process: a crash is a failure

@@ -135,9 +135,12 @@ def _streaming(indptr, indices) -> bool:
     return bool(np.mean((step >= 0) & (step < 8)) >= 0.5)
 
 
-def _prefetch_distance(indptr, indices, n) -> int:
-    """``_PREFETCH_AHEAD`` where gathering dense rows of width ``n`` benefits, else 0 (measured)."""
-    return _PREFETCH_AHEAD if n >= 32 or not _streaming(indptr, indices) else 0
+def _prefetch_distance(n, streaming: bool) -> int:
+    """``_PREFETCH_AHEAD`` where gathering dense rows of width ``n`` benefits, else 0 (measured).
+
+    ``streaming``: what :func:`_streaming` says of the matrix.
+    """
+    return _PREFETCH_AHEAD if n >= 32 or not streaming else 0
 
 
 # --------------------------------------------------------------------------
@@ -489,9 +492,9 @@ def spmm(indptr, indices, data, shape, b, out, alpha=1, beta=0, trans="N"):
     if n == 1 and target.shape[1] == 1:
         spmv(indptr, indices, data, shape, b.reshape(-1), target.reshape(-1), alpha, beta, trans)
     elif trans == "N":
-        ahead = _prefetch_distance(indptr, indices, n)
-        tiled = n in _TILED_N and not _streaming(indptr, indices)
-        kernel = _spmm_tiles if tiled else _spmm_n
+        streaming = _streaming(indptr, indices)
+        ahead = _prefetch_distance(n, streaming)
+        kernel = _spmm_tiles if n in _TILED_N and not streaming else _spmm_n
         _run(kernel, row_bounds(indptr, work), indptr, indices, data, b, target, alpha_s, beta_s, zero, ahead)
     else:
         _scatter_transposed(_spmm_t, indptr, indices, _conj_if(data, trans), b, target.reshape(-1),
@@ -733,6 +736,6 @@ def sddmm(indptr, indices, a, bt, alpha=1):
     # positions no row covers (a malformed indptr) read 0
     out = empty(nnz, dtype=dtype) if indptr[0] == 0 and indptr[-1] == nnz else np.zeros(nnz, dtype)
     bounds = row_bounds(indptr, (indices.shape[0] + indptr.size) * max(a.shape[1], 1))
-    ahead = _prefetch_distance(indptr, indices, a.shape[1])
+    ahead = _prefetch_distance(a.shape[1], _streaming(indptr, indices))
     _run(_sddmm, bounds, indptr, indices, a, bt, _scalar(alpha, dtype), out, dtype.type(0), ahead)
     return out
