@@ -241,3 +241,173 @@ def test_zipfile_is_a_real_npz(tmp_path):
     gs.save_npz(path, gs.eye(2, device="cpu"), compressed=False)
     with zipfile.ZipFile(path) as z:
         assert "gpusparse.npy" in z.namelist() and "data.npy" in z.namelist()
+
+
+# --------------------------------------------------------------------------
+# file modes and symbolic links: as numpy.savez
+# --------------------------------------------------------------------------
+
+def _mode(path):
+    return os.stat(path).st_mode & 0o7777
+
+
+def _ours(path):
+    gs.save_npz(path, gs.eye(3, device="cpu"))
+
+
+def _numpys(path):
+    np.savez(path, a=np.eye(3))
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002, 0o027])
+def test_new_file_mode_is_numpys(tmp_path, umask):
+    old = os.umask(umask)
+    try:
+        _numpys(tmp_path / "peer.npz")
+        _ours(tmp_path / "ours.npz")
+    finally:
+        os.umask(old)
+    assert _mode(tmp_path / "ours.npz") == _mode(tmp_path / "peer.npz") == 0o666 & ~umask
+
+
+@pytest.mark.parametrize("mode", [0o640, 0o604, 0o660, 0o755])
+def test_overwrite_keeps_mode_and_writes_through_symlinks(tmp_path, mode):
+    seen = {}
+    for who, write in (("peer", _numpys), ("ours", _ours)):
+        target = tmp_path / f"{who}.npz"
+        write(target)
+        os.chmod(target, mode)
+        write(target)
+        link = tmp_path / f"{who}-link.npz"
+        link.symlink_to(target.name)
+        chain = tmp_path / f"{who}-chain.npz"
+        chain.symlink_to(link.name)
+        write(chain)
+        dangling = tmp_path / f"{who}-dangling.npz"
+        dangling.symlink_to(f"{who}-new.npz")
+        write(dangling)
+        seen[who] = (_mode(target), link.is_symlink(), chain.is_symlink(), os.readlink(chain),
+                     dangling.is_symlink(), (tmp_path / f"{who}-new.npz").is_file())
+    assert seen["ours"] == (mode, True, True, "ours-link.npz", True, True)
+    assert seen["peer"][:3] + seen["peer"][4:] == seen["ours"][:3] + seen["ours"][4:]
+    assert_sparse_equal(gs.load_npz(tmp_path / "ours-chain.npz"), np.eye(3))
+    assert sorted(os.listdir(tmp_path)) == sorted(f"{w}{s}.npz" for w in ("peer", "ours")
+                                                  for s in ("", "-link", "-chain", "-dangling", "-new"))
+
+
+# --------------------------------------------------------------------------
+# hostile files: FileFormatError naming the file and the field
+# --------------------------------------------------------------------------
+
+def _zip(path, members):
+    with zipfile.ZipFile(path, "w") as z:
+        for name, payload in members.items():
+            z.writestr(name, payload)
+    return str(path)
+
+
+def _npy(arr=None, header=None, payload=None):
+    buffer = io.BytesIO()
+    if header is None:
+        np.lib.format.write_array(buffer, np.asarray(arr))
+    else:
+        np.lib.format.write_array_header_1_0(buffer, header)
+        buffer.write(payload)
+    return buffer.getvalue()
+
+
+def _coo_members(**changes):
+    members = {"format.npy": _npy(np.str_("coo")), "shape.npy": _npy(np.array([3, 4])),
+               "coords.npy": _npy(np.array([[0, 2], [1, 3]])), "data.npy": _npy(np.array([1.0, 2.0]))}
+    members.update(changes)
+    return members
+
+
+def test_member_without_npy_header(tmp_path):
+    path = _zip(tmp_path / "x.npz", _coo_members(**{"format.npy": b"coo"}))
+    with pytest.raises(FileFormatError, match=f"{path}: field 'format' .*no .npy header"):
+        gs.load_npz(path)
+    path = _zip(tmp_path / "y.npz", {**_coo_members(), "format": b"coo"})
+    with pytest.raises(FileFormatError, match=f"{path}: field 'format' .*no .npy header"):
+        gs.load_npz(path)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("fill_value", np.str_("abc"), "field 'fill_value' must be a number, got 'abc'"),
+    ("fill_value", np.float64(0.5), "field 'fill_value' 0.5 is not a value of the dtype int64"),
+    ("format", np.bytes_("c\xf6o".encode("latin-1")), "field 'format' is not ASCII"),
+    ("compressed_axes", np.str_("ab"), "field 'compressed_axes' must be a 1-d integer array"),
+    ("coords", np.array([[0.0, 2.0], [1.0, 3.0]]), "field 'coords': indices must be integers"),
+])
+def test_malformed_fields(tmp_path, field, value, message):
+    nodes = dict(format=np.str_("coo"), shape=np.array([3, 4]), coords=np.array([[0, 2], [1, 3]]),
+                 data=np.array([1, 2]))
+    if field == "compressed_axes":
+        nodes.update(format=np.str_("csr"), indptr=np.array([0, 1, 1, 2]), indices=np.array([1, 3]))
+    nodes[field] = value
+    path = _write(tmp_path / "x.npz", **nodes)
+    with pytest.raises(FileFormatError, match=f"{path}: {message}"):
+        gs.load_npz(path)
+
+
+_AS_LIMITED = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))
+import gpusparse as gs
+try:
+    gs.load_npz(sys.argv[1])
+except gs.io.FileFormatError as exc:
+    print("FileFormatError", exc)
+except BaseException as exc:
+    print(type(exc).__name__, exc)
+"""
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_npy_header_claiming_more_than_the_member_holds(tmp_path, compressed):
+    lie = _npy(header={"descr": "<f8", "fortran_order": False, "shape": (10**12,)}, payload=b"\0" * 16)
+    path = str(tmp_path / "x.npz")
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED if compressed else zipfile.ZIP_STORED) as z:
+        for name, payload in _coo_members(**{"data.npy": lie}).items():
+            z.writestr(name, payload)
+    out = subprocess.run([sys.executable, "-c", _AS_LIMITED, path], capture_output=True, text=True, timeout=120)
+    assert out.stdout.startswith(f"FileFormatError {path}: field 'data'"), out.stdout + out.stderr
+    assert "claims shape (1000000000000,)" in out.stdout
+
+
+def test_deflated_member_claiming_more_than_deflate_expands_to(tmp_path):
+    path = str(tmp_path / "x.npz")
+    gs.save_npz(path, gs.eye(3, device="cpu"))
+    raw = bytearray(open(path, "rb").read())
+    central = raw.index(b"PK\x01\x02")  # the central directory entry of data.npy; its size field at 24
+    while raw[central + 46:central + 46 + 8] != b"data.npy":
+        central = raw.index(b"PK\x01\x02", central + 4)
+    raw[central + 24:central + 28] = (2**31).to_bytes(4, "little")
+    open(path, "wb").write(bytes(raw))
+    with pytest.raises(FileFormatError, match=f"{path}: field 'data'"):
+        gs.load_npz(path)
+
+
+@pytest.mark.parametrize("layout", ["coords", "row/col", "indices", "indptr"])
+@pytest.mark.parametrize("bad", [2**63, 2**64 - 1, 2**32, 7])
+def test_unsigned_indices_are_checked_before_any_cast(tmp_path, layout, bad):
+    dense = np.zeros((3, 4))
+    dense[0, 1], dense[2, 3] = 1.0, 2.0
+    if layout in ("coords", "row/col"):
+        row, col = np.array([0, 2], np.uint64), np.array([1, bad], np.uint64)
+        nodes = dict(format=np.str_("coo"), coords=np.stack((row, col))) if layout == "coords" else dict(
+            format=np.bytes_(b"coo"), row=row, col=col)
+    else:
+        indptr, indices = np.array([0, 1, 1, 2], np.uint64), np.array([1, 3], np.uint64)
+        (indices if layout == "indices" else indptr)[-1] = bad
+        nodes = dict(format=np.bytes_(b"csr"), indptr=indptr, indices=indices)
+    path = _write(tmp_path / "x.npz", shape=np.array([3, 4]), data=np.array([1.0, 2.0]), **nodes)
+    with pytest.raises(FileFormatError, match=str(path)):
+        gs.load_npz(path)
+    # the same file with the bad index fixed reads as the dense oracle
+    for key in ("coords", "col", "indices", "indptr"):
+        if key in nodes and nodes[key].ravel()[-1] == bad:
+            nodes[key].reshape(-1)[-1] = 3 if key != "indptr" else 2
+    good = _write(tmp_path / "good.npz", shape=np.array([3, 4]), data=np.array([1.0, 2.0]), **nodes)
+    assert_sparse_equal(gs.load_npz(good), dense)
+    np.testing.assert_array_equal(sp.load_npz(good).toarray(), dense)

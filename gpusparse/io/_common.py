@@ -24,11 +24,15 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import secrets
+import stat
 import sys
-import tempfile
+
+import numpy as np
 
 __all__ = [
     "FileFormatError",
+    "as_index_array",
     "atomic_path",
     "describe",
     "engine",
@@ -79,27 +83,90 @@ def describe(source) -> str:
     return str(name) if isinstance(name, (str, bytes)) else f"<{type(source).__name__}>"
 
 
+def _create_beside(directory: str, name: str, suffix: str) -> str:
+    """Create an empty file with a fresh name in ``directory``, mode ``0o666`` less the umask.
+
+    :func:`tempfile.mkstemp` creates its files with mode ``0o600``; this
+    creates them as :func:`open` does (NumPy's and SciPy's writers), so the
+    file renamed over a new target has the mode the target would have had.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)
+    for _ in range(100):
+        tmp = os.path.join(directory, f".{name}.{secrets.token_hex(6)}{suffix}")
+        try:
+            fd = os.open(tmp, flags, 0o666)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return tmp
+    raise FileExistsError(f"no free temporary name for {name!r} in {directory!r}")
+
+
+def _keep_mode_and_owner(tmp: str, target: str) -> None:
+    """Give ``tmp`` the permission bits (and, where allowed, the group) of the existing ``target``."""
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        return
+    os.chmod(tmp, stat.S_IMODE(st.st_mode))
+    if hasattr(os, "chown"):
+        with contextlib.suppress(OSError):  # another owner or a group the writer is not in: keep ours
+            os.chown(tmp, -1, st.st_gid)
+
+
 @contextlib.contextmanager
 def atomic_path(target, suffix=".tmp"):
     """Yield a temporary path beside ``target``; on success it replaces ``target``.
 
-    The temporary file lives in the same directory, so :func:`os.replace` is
-    an atomic rename on every platform Python supports. Any exception
-    removes it and propagates, leaving ``target`` as it was. ``suffix`` ends
-    the temporary name (a writer that appends an extension it misses is
-    given that extension).
+    The file is written as ``open(target, "wb")`` would write it, only
+    atomically:
+
+    * a symbolic link (or a chain of them) is followed: the file it points
+      to is replaced and the link stays a link;
+    * an existing file keeps its permission bits (and its group, where the
+      writer may set it); a new file gets ``0o666`` less the umask, as
+      NumPy's and SciPy's writers give it.
+
+    The temporary file lives in the directory of the (resolved) target, so
+    :func:`os.replace` is an atomic rename on every platform Python
+    supports. Any exception removes it and propagates, leaving ``target``
+    as it was. ``suffix`` ends the temporary name (a writer that appends an
+    extension it misses is given that extension).
     """
-    target = os.fspath(target)
-    directory, name = os.path.split(os.path.abspath(target))
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=suffix, dir=directory)
-    os.close(fd)
+    target = os.path.realpath(os.fspath(target))
+    directory, name = os.path.split(target)
+    tmp = _create_beside(directory, name, suffix)
     try:
+        _keep_mode_and_owner(tmp, target)
         yield tmp
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.remove(tmp)
         raise
+
+
+def as_index_array(arr):
+    """``arr`` as an array of indices a constructor takes without changing a value.
+
+    Signed integers are returned as they are (the constructors check their
+    range). Unsigned ones become int64 -- after checking that every value
+    fits, so that a cast never turns 2**64 - 1 into -1 or 2**32 into 0.
+
+    Raises
+    ------
+    ValueError
+        ``arr`` does not hold integers, or an unsigned value exceeds 2**63 - 1.
+    """
+    if arr.dtype.kind not in "iu":
+        raise ValueError(f"indices must be integers, got dtype {arr.dtype}")
+    if arr.dtype.kind == "u":
+        if arr.size and arr.dtype.itemsize == 8 and int(arr.max()) > 2**63 - 1:
+            raise ValueError(f"index {int(arr.max())} (dtype {arr.dtype}) exceeds the largest index, 2**63 - 1")
+        arr = arr.astype(np.int64)
+    return arr
 
 
 def host(x):

@@ -29,18 +29,23 @@ dense dimensions.
 from __future__ import annotations
 
 import json
+import math
 import os
+import warnings
 import zipfile
+import zlib
 
 import numpy as np
 
-from gpusparse.io._common import FileFormatError, atomic_path, describe, host, is_path, place
+from gpusparse.io._common import FileFormatError, as_index_array, atomic_path, describe, host, is_path, place
 
 __all__ = ["load_npz", "save_npz"]
 
 _META_KEY = "gpusparse"
 _META_VERSION = 1
 _FOREIGN_FORMATS = ("bsr", "dia", "dok", "lil")
+#: The most a deflate stream expands (1032:1): a member claiming more is damaged.
+_DEFLATE_RATIO = 1032
 
 
 # --------------------------------------------------------------------------
@@ -143,20 +148,73 @@ class _Archive:
     def __contains__(self, key):
         return key in self.npz.files
 
+    def _check_member(self, key):
+        """Check that the member of ``key`` holds what its ``.npy`` header claims, before it is read.
+
+        NumPy allocates the array its header describes and then reads into
+        it, so a header claiming 10**12 elements in a small archive would
+        allocate terabytes; a deflated member cannot expand more than
+        :data:`_DEFLATE_RATIO` times either.
+        """
+        files = getattr(self.npz, "_files", None)
+        member = files[key] if isinstance(files, dict) else (
+            key if key in self.npz.zip.namelist() else f"{key}.npy")
+        info = self.npz.zip.getinfo(member)
+        field = f"{self.name}: field {key!r}"
+        if info.compress_type == zipfile.ZIP_DEFLATED and info.file_size > _DEFLATE_RATIO * info.compress_size + 1024:
+            raise FileFormatError(f"{field} claims {info.file_size} bytes, more than its {info.compress_size} "
+                                  f"deflated bytes can hold")
+        with self.npz.zip.open(info) as stream:
+            if stream.read(len(np.lib.format.MAGIC_PREFIX)) != np.lib.format.MAGIC_PREFIX:
+                raise FileFormatError(f"{field} is not a NumPy array (its member has no .npy header)")
+            stream.seek(0)
+            version = np.lib.format.read_magic(stream)
+            if version == (1, 0):
+                shape, _, dtype = np.lib.format.read_array_header_1_0(stream)
+            elif version == (2, 0):
+                shape, _, dtype = np.lib.format.read_array_header_2_0(stream)
+            else:
+                shape, _, dtype = np.lib.format._read_array_header(stream, version)
+            start = stream.tell()
+        if not dtype.hasobject and math.prod(shape) * dtype.itemsize > info.file_size - start:
+            raise FileFormatError(f"{field}: its .npy header claims shape {shape} of {dtype} "
+                                  f"({math.prod(shape) * dtype.itemsize} bytes), but the member holds "
+                                  f"{info.file_size - start} bytes of data")
+
     def get(self, key):
         if key not in self:
             raise FileFormatError(f"{self.name}: missing field {key!r} (fields: {', '.join(self.npz.files)})")
         try:
-            return self.npz[key]
+            self._check_member(key)
+        except FileFormatError:
+            raise
+        except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+            raise FileFormatError(f"{self.name}: field {key!r} cannot be read: {exc}") from exc
+        try:
+            value = self.npz[key]
         except Exception as exc:  # a damaged member, an object array refused without pickle
             raise FileFormatError(f"{self.name}: field {key!r} cannot be read: {exc}") from exc
+        if not isinstance(value, np.ndarray):  # NumPy hands back the raw bytes of a member without .npy header
+            raise FileFormatError(f"{self.name}: field {key!r} is not a NumPy array (its member has no .npy header)")
+        return value
 
     def text(self, key) -> str:
         value = self.get(key)
         if value.ndim != 0 or value.dtype.kind not in "SU":
             raise FileFormatError(f"{self.name}: field {key!r} must be a text scalar, got {value.dtype} {value.shape}")
         value = value.item()
-        return value.decode("ascii") if isinstance(value, bytes) else value
+        try:
+            return value.decode("ascii") if isinstance(value, bytes) else value
+        except UnicodeDecodeError as exc:
+            raise FileFormatError(f"{self.name}: field {key!r} is not ASCII text: {value!r}") from exc
+
+    def index(self, key):
+        """Integer array ``key`` of indices; unsigned ones as int64 once every value is known to fit."""
+        value = self.get(key)
+        try:
+            return as_index_array(value)
+        except ValueError as exc:
+            raise FileFormatError(f"{self.name}: field {key!r}: {exc}") from exc
 
     def shape(self) -> tuple:
         shape = self.get("shape")
@@ -191,7 +249,18 @@ def _fill(archive, dtype):
     fill = archive.get("fill_value")
     if fill.size != 1:
         raise FileFormatError(f"{archive.name}: field 'fill_value' must hold one value, got shape {fill.shape}")
-    return fill.reshape(()).astype(dtype, copy=False)[()]
+    value = fill.reshape(())[()]
+    if fill.dtype.kind not in "biufc":
+        raise FileFormatError(f"{archive.name}: field 'fill_value' must be a number, got {value.item()!r} "
+                              f"(dtype {fill.dtype})")
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cast = np.asarray(value).astype(dtype)[()]
+        kept = bool(cast == value) or bool(np.isnan(cast)) and bool(np.isnan(value))
+    if not kept:
+        raise FileFormatError(f"{archive.name}: field 'fill_value' {value.item()!r} is not a value of the dtype "
+                              f"{dtype} of field 'data'")
+    return cast
 
 
 def _read(archive, check):
@@ -205,7 +274,11 @@ def _read(archive, check):
     data = archive.get("data")
     fill = _fill(archive, data.dtype)
     if fmt in ("csr", "csc", "gcxs") and "compressed_axes" in archive:  # pydata's GCXS/CSR/CSC
-        axes = tuple(int(a) for a in archive.get("compressed_axes"))
+        axes = archive.get("compressed_axes")
+        if axes.ndim != 1 or axes.dtype.kind not in "iu":
+            raise FileFormatError(f"{name}: field 'compressed_axes' must be a 1-d integer array, got {axes.dtype} "
+                                  f"{axes.shape}")
+        axes = tuple(int(a) for a in axes)
         if len(shape) != 2 or axes not in ((0,), (1,)):
             raise FileFormatError(
                 f"{name}: a pydata GCXS array of shape {shape} compressed along {axes} has no "
@@ -214,7 +287,7 @@ def _read(archive, check):
         fmt = "csr" if axes == (0,) else "csc"
     if fmt in ("csr", "csc"):
         cls = CSR if fmt == "csr" else CSC
-        indptr, indices = archive.get("indptr"), archive.get("indices")
+        indptr, indices = archive.index("indptr"), archive.index("indices")
         return _with_context(name, f"fields 'indptr'/'indices' of a {fmt.upper()} array",
                              lambda: cls(indptr, indices, data, shape, fill_value=fill, device="cpu", check=check))
     if fmt != "coo":
@@ -225,9 +298,9 @@ def _read(archive, check):
             )
         raise FileFormatError(f"{name}: field 'format' is {fmt!r}; expected 'coo', 'csr' or 'csc'")
     if "coords" in archive:
-        coords = archive.get("coords")
+        coords = archive.index("coords")
     elif "row" in archive and "col" in archive:
-        row, col = archive.get("row"), archive.get("col")
+        row, col = archive.index("row"), archive.index("col")
         if row.shape != col.shape or row.ndim != 1:
             raise FileFormatError(f"{name}: fields 'row' and 'col' must be 1-d of one length, got {row.shape} and {col.shape}")
         coords = np.stack((row, col)) if row.size else np.zeros((2, 0), dtype=np.int64)
