@@ -324,6 +324,8 @@ def main(argv=None) -> int:
         device = "cuda"
     if device.startswith("cuda"):
         try:
+            from benchmarks import _emulation
+            _emulation.install()  # the emulated CUDA device, where GPUSPARSE_CUDA_EMULATION asks for it
             import cupy
             if cupy.cuda.runtime.getDeviceCount() == 0:
                 raise RuntimeError("no CUDA device")
