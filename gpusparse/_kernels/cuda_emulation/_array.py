@@ -12,7 +12,10 @@ CUDA path:
 * ``empty`` returns memory filled with a garbage pattern, not zeros, and
   every buffer the namespace allocates is surrounded by guard bytes that
   :func:`check_guards` verifies after each kernel launch (an out-of-bounds
-  write is reported even without AddressSanitizer).
+  write is reported even without AddressSanitizer);
+* the launches, synchronisations and allocations a GPU would see are
+  reported to :mod:`~gpusparse._kernels.cuda_emulation._counting` (no-ops
+  outside its ``counting()`` blocks).
 
 :data:`cupy` is the namespace: NumPy's functions, each taking and returning
 emulated arrays, plus the parts of ``cupy.cuda`` the library uses.
@@ -27,6 +30,7 @@ import weakref
 import numpy as np
 
 from gpusparse._kernels import cuda_emulation
+from gpusparse._kernels.cuda_emulation import _counting
 
 __all__ = ["GARBAGE_BYTE", "GuardError", "check_guards", "cupy", "ndarray"]
 
@@ -107,7 +111,7 @@ class _EmulatedDevice:
         return "<CUDA Device 0 (emulated)>"
 
     def synchronize(self) -> None:
-        return None
+        _counting.sync("synchronize")
 
 
 _DEVICE = _EmulatedDevice()
@@ -163,12 +167,63 @@ _quiet = functools.partial(np.errstate, all="ignore")
 
 _OPERANDS = (np.ndarray, np.generic, int, float, complex, bool)
 
+# What the counting hooks need to know about calls (see _counting).
+#: Methods that read the array back to the host.
+_HOST_READS = frozenset({"item", "tolist", "tobytes"})
+#: Methods and functions that write into an existing array (a launch without a new allocation).
+_INPLACE_METHODS = frozenset({"fill", "sort", "put", "partition", "itemset", "setfield"})
+_INPLACE_FUNCTIONS = frozenset({"copyto", "put", "place", "putmask", "put_along_axis", "fill_diagonal", "at"})
+#: Functions that allocate without launching a kernel.
+_NO_KERNEL = frozenset({"empty", "empty_like"})
+#: Functions whose output size CuPy reads back from the device (a blocking sync).
+_SIZE_QUERIES = frozenset({
+    "nonzero", "flatnonzero", "argwhere", "extract", "compress", "trim_zeros", "bincount", "histogram",
+    "unique", "unique_values", "unique_counts", "unique_inverse", "unique_all",
+    "intersect1d", "union1d", "setdiff1d", "setxor1d",
+})
+
+
+def _writes(name: str, kwargs) -> bool:
+    return name in _INPLACE_FUNCTIONS or kwargs.get("out") is not None
+
+
+def _blocking(name: str, args, kwargs) -> bool:
+    """Whether CuPy needs a device-to-host read to size the output of ``name(*args, **kwargs)``."""
+    if name in _SIZE_QUERIES:
+        return True
+    if name == "where":
+        return len(args) == 1 and "x" not in kwargs
+    if name == "repeat":
+        repeats = args[1] if len(args) > 1 else kwargs.get("repeats")
+        return isinstance(repeats, ndarray) and repeats.ndim > 0 and repeats.size > 1
+    return False
+
+
+def _key_parts(key):
+    return key if isinstance(key, tuple) else (key,)
+
+
+def _advanced(key) -> bool:
+    """Whether an index is advanced (arrays or lists: a gather kernel) rather than basic (a view)."""
+    return any(isinstance(k, (ndarray, np.ndarray, list)) for k in _key_parts(key))
+
+
+def _has_mask(key) -> bool:
+    """Whether an index holds a boolean mask (its number of True values sizes the result)."""
+    for k in _key_parts(key):
+        dtype = getattr(k, "dtype", None)
+        if isinstance(k, (ndarray, np.ndarray)) and dtype == np.bool_:
+            return True
+        if isinstance(k, list) and k and all(isinstance(v, (bool, np.bool_)) for v in k):
+            return True
+    return False
+
 
 def _wrapped_method(name):
     def method(self, *args, **kwargs):
         if args and not isinstance(args[0], _OPERANDS + (ndarray,)):
             return NotImplemented  # another array type (a sparse array, ...) answers
-        with _quiet():
+        with _counting.call(name, (self, args)), _quiet():
             return _wrap(getattr(self._a, name)(*_unwrap(args), **_unwrap(kwargs)), (self,))
     method.__name__ = name
     return method
@@ -178,7 +233,7 @@ def _inplace_method(name):
     def method(self, other):
         if not isinstance(other, _OPERANDS + (ndarray,)):
             return NotImplemented
-        with _quiet():
+        with _counting.call(name, (self, other), inplace=True), _quiet():
             getattr(self._a, name)(_unwrap(other))
         return self
     method.__name__ = name
@@ -195,10 +250,14 @@ class ndarray:
         if not isinstance(array, np.ndarray):
             raise TypeError("emulated device arrays are made by the cupy namespace, e.g. cupy.asarray")
         object.__setattr__(self, "_a", array)
+        root = _root(array)
+        where = _guarded.get(id(root))
+        _counting.track_buffer(root, None if where is None else where[1])
 
     # Host transfers ---------------------------------------------------------
     def get(self, stream=None, order="C", out=None, blocking=True):
         """A NumPy copy of the array (the device -> host transfer)."""
+        _counting.sync("get", self._a.nbytes)
         if out is not None:
             out[...] = self._a
             return out
@@ -206,6 +265,7 @@ class ndarray:
 
     def set(self, arr, stream=None):
         """Copy a host array into this one."""
+        _counting.host_to_device(self._a.nbytes)
         self._a[...] = arr
 
     def __array__(self, dtype=None, copy=None):
@@ -269,9 +329,13 @@ class ndarray:
             return _wrap(attr)
 
         def method(*args, **kwargs):
-            with _quiet():
-                result = attr(*_unwrap(args), **_unwrap(kwargs))
-            return result if name in ("item", "tolist", "tobytes") else _wrap(result, (self,))
+            if name in _HOST_READS:
+                _counting.sync(name, self._a.nbytes)
+                with _quiet():
+                    return attr(*_unwrap(args), **_unwrap(kwargs))
+            with _counting.call(name, (self, args, kwargs), inplace=name in _INPLACE_METHODS,
+                                blocking=_blocking(name, (self,) + args, kwargs)), _quiet():
+                return _wrap(attr(*_unwrap(args), **_unwrap(kwargs)), (self,))
         return method
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -279,25 +343,39 @@ class ndarray:
         # same); host arrays are refused; other array types get their turn.
         if not all(isinstance(x, _OPERANDS + (ndarray,)) for x in inputs + tuple(kwargs.get("out", ()) or ())):
             return NotImplemented
-        with _quiet():
+        name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
+        with _counting.call(name, (inputs, kwargs), inplace=bool(kwargs.get("out")) or method == "at"), _quiet():
             result = getattr(ufunc, method)(*_unwrap(inputs), **_unwrap(kwargs))
-        return _wrap(result, inputs + tuple(kwargs.get("out", ()) or ()))
+            return _wrap(result, inputs + tuple(kwargs.get("out", ()) or ()))
 
     def __array_function__(self, func, types, args, kwargs):
         # NumPy functions over device arrays (np.where, np.concatenate, ...)
         # run "on the device", as CuPy's __array_function__ makes them.
         if not all(issubclass(t, (ndarray, np.ndarray)) for t in types):
             return NotImplemented
-        with _quiet():
+        name = func.__name__
+        scope = (_counting.call(name, (args, kwargs), inplace=_writes(name, kwargs),
+                                blocking=_blocking(name, args, kwargs))
+                 if name not in _NO_KERNEL else _counting.call(name))
+        with scope, _quiet():
             result = func(*_unwrap(args), **_unwrap(kwargs))
-        return _wrap(result, tuple(args) + tuple(kwargs.values()))
+            return _wrap(result, tuple(args) + tuple(kwargs.values()))
 
     # Indexing ---------------------------------------------------------------
     def __getitem__(self, key):
-        return _wrap(self._a[_unwrap(key, allow_host=True)])
+        if not _advanced(key):
+            # Basic indexing is a view on a GPU: no launch, no allocation.
+            result = self._a[key]
+            if isinstance(result, np.generic):
+                result = np.asarray(result)
+                _counting.track_buffer(result, count=False)
+            return ndarray(result)
+        with _counting.call("getitem", (self, key), blocking=_has_mask(key)):
+            return _wrap(self._a[_unwrap(key, allow_host=True)])
 
     def __setitem__(self, key, value):
-        self._a[_unwrap(key, allow_host=True)] = _unwrap(value, allow_host=True)
+        with _counting.call("setitem", (self, key, value), inplace=True, blocking=_has_mask(key)):
+            self._a[_unwrap(key, allow_host=True)] = _unwrap(value, allow_host=True)
 
     def __len__(self):
         return len(self._a)
@@ -307,24 +385,31 @@ class ndarray:
 
     # Conversions (each one a synchronising host read on a GPU) -------------
     def __bool__(self):
+        _counting.sync("bool", self._a.nbytes)
         return bool(self._a)
 
     def __int__(self):
+        _counting.sync("int", self._a.nbytes)
         return int(self._a)
 
     def __float__(self):
+        _counting.sync("float", self._a.nbytes)
         return float(self._a)
 
     def __complex__(self):
+        _counting.sync("complex", self._a.nbytes)
         return complex(self._a)
 
     def __index__(self):
+        _counting.sync("index", self._a.nbytes)
         return self._a.__index__()
 
     def __repr__(self):
+        _counting.sync("repr", self._a.nbytes)
         return repr(self._a) + "  # emulated device"
 
     def __str__(self):
+        _counting.sync("str", self._a.nbytes)
         return str(self._a)
 
     def __dlpack_device__(self):
@@ -354,8 +439,9 @@ def empty(shape, dtype=float, order="C"):
 def full(shape, fill_value, dtype=None, order="C"):
     fill = _unwrap(fill_value)
     dtype = np.asarray(fill).dtype if dtype is None else dtype
-    out = empty(shape, dtype, order)
-    out._a[...] = fill
+    with _counting.call("full", (fill_value,), inplace=True):
+        out = empty(shape, dtype, order)
+        out._a[...] = fill
     return out
 
 
@@ -389,8 +475,12 @@ def full_like(a, fill_value, dtype=None, order="K", subok=None, shape=None):
 def asarray(a, dtype=None, order=None, *, blocking=False):
     """Host -> device transfer (a copy) or a no-op for device arrays."""
     if isinstance(a, ndarray):
-        return a if dtype is None or np.dtype(dtype) == a.dtype else ndarray(a._a.astype(dtype))
+        if dtype is None or np.dtype(dtype) == a.dtype:
+            return a
+        with _counting.call("astype", (a,)):
+            return ndarray(a._a.astype(dtype))
     host = np.asarray(_unwrap(a, allow_host=True), dtype=dtype, order=order)
+    _counting.host_to_device(host.nbytes)
     out = empty(host.shape, host.dtype)
     out._a[...] = host
     return out
@@ -417,13 +507,21 @@ def _numpy_function(name, func):
 
 def _device_call(name, func):
     """``func`` (a NumPy function, ufunc or method) over device arrays."""
+    scope_name = name.rsplit(".", 1)[-1]
+    no_kernel = scope_name in _NO_KERNEL
+
     @functools.wraps(func)
     def call(*args, **kwargs):
-        with _quiet():
+        if no_kernel:
+            scope = _counting.call(name)
+        else:
+            scope = _counting.call(name, (args, kwargs), inplace=_writes(scope_name, kwargs),
+                                   blocking=_blocking(scope_name, args, kwargs))
+        with scope, _quiet():
             result = func(*_unwrap(args), **_unwrap(kwargs))
-        if isinstance(result, (np.random.Generator, np.random.RandomState)):
-            return _Proxy(result)
-        return _wrap(result, args + tuple(kwargs.values()))
+            if isinstance(result, (np.random.Generator, np.random.RandomState)):
+                return _Proxy(result)
+            return _wrap(result, args + tuple(kwargs.values()))
     call.__name__ = name
     return call
 
@@ -441,7 +539,7 @@ class _Ufunc:
 
     def __getattr__(self, name):
         attr = getattr(self._ufunc, name)
-        return _numpy_function(name, attr) if callable(attr) else attr
+        return _numpy_function(f"{self.__name__}.{name}", attr) if callable(attr) else attr
 
     def __repr__(self) -> str:
         return f"<ufunc {self.__name__!r} (emulated device)>"
@@ -466,7 +564,7 @@ class _DeviceContext:
         return None
 
     def synchronize(self):
-        return None
+        _counting.sync("synchronize")
 
 
 class _Stream:
@@ -474,7 +572,7 @@ class _Stream:
     null = None
 
     def synchronize(self):
-        return None
+        _counting.sync("synchronize")
 
 
 class _Runtime:
@@ -536,7 +634,14 @@ cupy.ndarray = ndarray
 for _func in (empty, zeros, ones, full, empty_like, zeros_like, ones_like, full_like, asarray, array,
               asnumpy, get_array_module):
     setattr(cupy, _func.__name__, _func)
-cupy.ascontiguousarray = lambda a, dtype=None: _wrap(np.ascontiguousarray(_unwrap(a), dtype=dtype), (a,))
+
+
+def ascontiguousarray(a, dtype=None):
+    with _counting.call("ascontiguousarray", (a,)):
+        return _wrap(np.ascontiguousarray(_unwrap(a), dtype=dtype), (a,))
+
+
+cupy.ascontiguousarray = ascontiguousarray
 cupy.cuda = types.SimpleNamespace(
     Device=_DeviceContext,
     runtime=_Runtime(),

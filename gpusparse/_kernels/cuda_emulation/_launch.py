@@ -6,7 +6,8 @@ is called like a ``cupy.RawKernel``: ``kernel(grid, block, args)``. Each
 argument is checked against the kernel's parameter (a device array for a
 pointer, a NumPy scalar of the parameter's size and kind for a value), as a
 GPU cannot: a wrong argument type is a silent wrong result there. After the
-launch the guard bytes of every array argument are verified.
+launch the guard bytes of every array argument are verified, and the launch
+is reported to :mod:`~gpusparse._kernels.cuda_emulation._counting`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from gpusparse._kernels import cuda_emulation
-from gpusparse._kernels.cuda_emulation import _build
+from gpusparse._kernels.cuda_emulation import _build, _counting
 from gpusparse._kernels.cuda_emulation._array import GuardError, check_guards, ndarray
 
 __all__ = ["EmulationError", "EmulatedKernel", "get_function", "kernel_sources", "settings"]
@@ -171,6 +172,8 @@ class EmulatedKernel:
             raise EmulationError(f"{self.expression} of {self.family}.cu: {exc}") from None
         if status != 0:
             raise EmulationError(f"{self.expression} of {self.family}.cu: {error.value.decode(errors='replace')}")
+        if _counting.active():
+            _counting.launch(self.expression, sum(a._a.nbytes for a in args if isinstance(a, ndarray)))
 
 
 @functools.cache
