@@ -145,6 +145,62 @@ def test_index_dtype_grows_where_int32_cannot_hold_the_sizes(device, given_dtype
     assert int(to_host(x.indices)[0]) == col
 
 
+# Index values the storage dtype cannot hold: validated as given, never wrapped.
+# Each would wrap into [0, 4) (2**63 + 5 -> 5 -> the last column, 2**64 - 1 -> -1
+# -> column 0, 2**32 + 1 -> 1) if it were cast before the check.
+_WRAPPING_INDICES = [
+    (np.uint64, 2**63 + 5), (np.uint64, 2**64 - 1), (np.uint64, 2**32 + 1), (np.uint32, 2**32 - 1),
+    (np.uint32, 2**31 + 1), (np.uint16, 2**16 - 1), (np.uint8, 255),
+]
+
+
+def _compressed_with_column(fmt, bad, dtype, device, check):
+    """The 3 x 4 matrix with entries (0, 0), (1, ``bad``), (2, 1) in ``fmt`` (CSC: its transpose, 4 x 3)."""
+    indices = np.array([0, bad, 1], dtype=dtype)
+    shape = (3, 4) if fmt == "csr" else (4, 3)
+    return CLASSES[fmt](put(np.array([0, 1, 2, 3], dtype=dtype), device), put(indices, device),
+                        put(np.array([1.0, 2.0, 3.0]), device), shape=shape, device=device, check=check)
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+@pytest.mark.parametrize("dtype, bad", _WRAPPING_INDICES)
+def test_indices_beyond_the_shape_are_refused_in_their_own_dtype(device, fmt, dtype, bad):
+    sp_cls = sps.csr_array if fmt == "csr" else sps.csc_array
+    shape = (3, 4) if fmt == "csr" else (4, 3)
+    with pytest.raises(ValueError):  # the peer refuses them too
+        sp_cls((np.array([1.0, 2.0, 3.0]), np.array([0, bad, 1], dtype=dtype),
+                np.array([0, 1, 2, 3], dtype=dtype)), shape=shape).check_format(full_check=True)
+    with pytest.raises(ValueError, match=r"^indices out of range \[0, 4\): found "):
+        _compressed_with_column(fmt, bad, dtype, device, check=True)
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+@pytest.mark.parametrize("dtype, bad", _WRAPPING_INDICES)
+def test_unchecked_indices_beyond_the_shape_act_clipped_never_wrapped(device, fmt, dtype, bad):
+    x = _compressed_with_column(fmt, bad, dtype, device, check=False)
+    assert x.index_dtype == np.int32
+    expected = np.zeros((3, 4))
+    expected[[0, 1, 2], [0, 3, 1]] = [1.0, 2.0, 3.0]  # the out-of-range column acts as the last one
+    expected = expected if fmt == "csr" else expected.T
+    assert_dense_equal(x.todense(), expected)
+    stored = to_host(x.indices)
+    assert stored[1] >= 4  # still out of range: x.check() finds it
+    with pytest.raises(ValueError, match="indices out of range"):
+        x.check()
+
+
+def test_pointers_beyond_int32_are_refused_before_the_narrowing_cast(device):
+    # int32 indices make the array int32; the int64 pointer 2**32 + 3 would wrap to 3 (= nnz).
+    indptr = put(np.array([0, 1, 2, 2**32 + 3], dtype=np.int64), device)
+    indices, data = put(np.array([0, 1, 2], np.int32), device), put(np.array([1.0, 2.0, 3.0]), device)
+    with pytest.raises(ValueError, match=r"^indptr must start at 0 and end at nnz=3; got 0 \.\.\. 4294967299"):
+        CSR(indptr, indices, data, shape=(3, 4), device=device)
+    x = CSR(indptr, indices, data, shape=(3, 4), device=device, check=False)
+    assert int(to_host(x.indptr)[-1]) == np.iinfo(np.int32).max  # saturated, not 3
+    with pytest.raises(ValueError, match="indptr must start at 0 and end at nnz"):
+        x.check()
+
+
 def test_mixed_indptr_and_indices_dtypes_agree(device):
     x = CSR(np.array([0, 1, 2], dtype=np.int64), np.array([1, 0], dtype=np.int32), np.array([1, 2]),
             shape=(2, 2), device=device)

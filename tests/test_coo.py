@@ -94,6 +94,34 @@ def test_integer_coordinates_become_int64(device, coords_dtype):
     assert_sparse_equal(x, np.array([2, 0, 0, 4], dtype=np.int16))
 
 
+# uint64 coordinates of 2**63 or more: read as given (a cast to int64 first would
+# wrap 2**63 + 5 to a negative value and 2**64 - 1 to -1).
+_UINT64_BEYOND = [2**63 + 5, 2**64 - 1, 2**63]
+
+
+@pytest.mark.parametrize("bad", _UINT64_BEYOND)
+def test_uint64_coordinates_are_checked_as_given(device, bad):
+    coords = put(np.array([[0, 1, 2], [0, bad, 1]], dtype=np.uint64), device)
+    data = put(np.array([1.0, 2.0, 3.0]), device)
+    with pytest.raises(ValueError, match=rf"^coords out of bounds for shape \(3, 4\): dimension 1 has coordinate "
+                                         rf"{bad} >= 4"):
+        COO(coords, data, shape=(3, 4), device=device)
+    with pytest.raises(ValueError, match=r"^the shape coords imply .* beyond the int64 limit"):
+        COO(coords, data, device=device)
+
+
+@pytest.mark.parametrize("bad", _UINT64_BEYOND)
+def test_unchecked_uint64_coordinates_act_clipped_never_wrapped(device, bad):
+    coords = put(np.array([[0, 1, 2], [0, bad, 1]], dtype=np.uint64), device)
+    x = COO(coords, put(np.array([1.0, 2.0, 3.0]), device), shape=(3, 4), device=device, check=False)
+    assert int(to_host(x.coords)[1, 1]) == 2**63 - 1  # saturated: still out of bounds
+    expected = np.zeros((3, 4))
+    expected[[0, 1, 2], [0, 3, 1]] = [1.0, 2.0, 3.0]  # acts as the last column (never column 0 or 5 % 4)
+    assert_dense_equal(x.todense(), expected)
+    with pytest.raises(ValueError, match="coords out of bounds"):
+        x.check()
+
+
 def test_one_dimensional_coordinates_are_one_sparse_dimension(device):
     x = COO(np.array([0, 2, 2]), np.array([1.0, 2.0, 3.0]), device=device)
     assert x.coords.shape == (1, 3) and x.shape == (3,)

@@ -114,6 +114,14 @@ class CSR(_Compressed):
     not copied); other integer dtypes become int32 when the sizes allow and
     int64 otherwise. Conversions from other formats pick the same way.
 
+    The values are validated in the dtype they are given in, before that
+    cast: a uint64 index of 2**63 + 5 or an int64 pointer beyond int32 is
+    refused, not wrapped into a valid-looking one. With ``check=False`` a
+    narrowing cast saturates instead of wrapping (a value beyond the target
+    range becomes its largest or smallest value), so an out-of-range index
+    stays out of range and acts as if clipped into the shape, as the
+    bounds-safe kernels document.
+
     Examples
     --------
     >>> import gpusparse as gs

@@ -33,9 +33,15 @@ class COO(SparseArray):
         input such as lists.
     check : bool, default True
         Validate the coordinates (integer dtype, non-negative, inside
-        ``shape``). ``check=False`` skips the bounds validation, which costs
-        one pass over ``coords`` and a device synchronisation; out-of-bounds
-        coordinates then give undefined results.
+        ``shape``), in the dtype they are given in, before they are cast to
+        int64: a uint64 coordinate of 2**63 or more is refused, not wrapped.
+        ``check=False`` skips the bounds validation, which costs one pass
+        over ``coords`` and a device synchronisation; out-of-bounds
+        coordinates then give unspecified results inside the buffers (they
+        act as if clipped into the shape). Even then the cast never wraps: a
+        uint64 coordinate beyond the int64 range is saturated to 2**63 - 1,
+        out of bounds like the value it stands for, never a valid-looking
+        coordinate.
 
     Notes
     -----

@@ -12,7 +12,7 @@ from gpusparse._dtypes import check_value_dtype, index_dtype_for, normalize_fill
 
 __all__ = [
     "check_array", "check_axis", "check_coords", "check_shape", "check_structure",
-    "compressed_components", "coo_components",
+    "as_index_dtype", "compressed_components", "coo_components",
 ]
 
 _INT64_MAX = 2**63 - 1  # the largest dimension int64 coordinates (and shapes handed to kernels) allow
@@ -68,6 +68,31 @@ def _integer_index_array(arr, argument: str, xp):
     return arr
 
 
+def as_index_dtype(arr, dtype, xp):
+    """``arr`` as a C-contiguous array of the signed index ``dtype``, never wrapping a value.
+
+    A value the target cannot hold (an unsigned one of 2**63 or more for
+    int64, one beyond the int32 range for int32) is *saturated* to the
+    nearest end of the target's range, not wrapped modulo 2**bits: it stays
+    out of bounds for every shape the dtype can index, so an unchecked array
+    (``check=False``) acts as if it were clipped into the shape, as the
+    bounds-safe kernels document, instead of naming some valid-looking
+    index (``2**64 - 1`` wrapping to -1, ``2**32 + 5`` to 5). A cast that
+    cannot lose a value (widening, or the same dtype) is a plain cast; a
+    narrowing one costs one clip, fused with the copy the cast makes.
+    Validated input is inside the target's range already, so the clip
+    changes nothing there.
+    """
+    dtype = np.dtype(dtype)
+    src = arr.dtype
+    if src == dtype or np.can_cast(src, dtype, casting="safe"):
+        return xp.ascontiguousarray(arr, dtype=dtype)
+    lo, hi = np.iinfo(dtype).min, np.iinfo(dtype).max
+    lo, hi = max(lo, int(np.iinfo(src).min)), min(hi, int(np.iinfo(src).max))
+    clipped = xp.clip(arr, src.type(lo), src.type(hi))
+    return xp.ascontiguousarray(clipped, dtype=dtype)
+
+
 def _value_array(data, xp):
     check_value_dtype(data.dtype, "data")
     return xp.ascontiguousarray(data)
@@ -98,7 +123,6 @@ def coo_components(coords, data, shape, fill_value, device, check):
             f"(shape {coords.shape}), data has {data.shape[0]} (shape {data.shape})"
         )
     data = _value_array(data, xp)
-    coords = xp.ascontiguousarray(coords, dtype=np.int64)
     sparse_dim, dense_shape = coords.shape[0], tuple(data.shape[1:])
     if coords.shape[0] == 0 and nnz > 1:
         raise ValueError("coords with 0 sparse dimensions can hold at most one entry")
@@ -118,19 +142,27 @@ def coo_components(coords, data, shape, fill_value, device, check):
         shape = check_shape(tuple(int(h) + 1 for h in hi) + dense_shape, "the shape coords imply")
     elif check:
         check_coords(coords, shape, xp)
+    # After the checks, which read the values in their own dtype: a uint64
+    # coordinate of 2**63 or more must be refused, not wrapped to a negative one.
+    coords = as_index_dtype(coords, np.int64, xp)
     fill = normalize_fill_value(fill_value, data.dtype)
     return coords, data, shape, fill, dev
 
 
 def _coords_extremes(coords, xp):
-    """(lo, hi) per sparse dimension (0 and -1 without entries), one transfer; raises on negatives."""
+    """(lo, hi) per sparse dimension as lists of Python ints (0 and -1 without entries).
+
+    Read in the dtype of ``coords`` (one transfer), so every value is exact
+    whatever the integer dtype (uint64 included). Raises on negatives.
+    """
     sparse_dim, nnz = coords.shape
     if not nnz:
-        return np.zeros(sparse_dim, np.int64), np.full(sparse_dim, -1)
-    lo, hi = _extremes(coords, xp)
-    if (lo < 0).any():
-        dim = int(np.argmax(lo < 0))
-        raise ValueError(f"coords must be non-negative; dimension {dim} has {int(lo[dim])}")
+        return [0] * sparse_dim, [-1] * sparse_dim
+    lo, hi = (list(map(int, row)) for row in _extremes(coords, xp))
+    negative = [k for k in range(sparse_dim) if lo[k] < 0]
+    if negative:
+        dim = negative[0]
+        raise ValueError(f"coords must be non-negative; dimension {dim} has {lo[dim]}")
     return lo, hi
 
 
@@ -142,7 +174,7 @@ def check_coords(coords, shape, xp) -> None:
         k = too_small[0]
         raise ValueError(
             f"coords out of bounds for shape {shape}: dimension {k} has coordinate "
-            f"{int(hi[k])} >= {shape[k]}"
+            f"{hi[k]} >= {shape[k]}"
         )
 
 
@@ -157,7 +189,10 @@ def compressed_components(indptr, indices, data, shape, fill_value, device, chec
         raise ValueError(f"indices must be 1-d, got shape {indices.shape}")
     _integer_index_array(indptr, "indptr", xp)
     _integer_index_array(indices, "indices", xp)
-    shape = check_shape(_implied_compressed_shape(indptr, indices, data, major_axis) if shape is None else shape)
+    if shape is None:
+        shape = check_shape(_implied_compressed_shape(indptr, indices, data, major_axis), "the shape indices imply")
+    else:
+        shape = check_shape(shape)
     nnz = indices.shape[0]
     if data.ndim == 0:
         data = xp.broadcast_to(data, (nnz,))
@@ -179,10 +214,10 @@ def compressed_components(indptr, indices, data, shape, fill_value, device, chec
     index_dtype = indices.dtype if indices.dtype in (np.int32, np.int64) else wanted
     if np.iinfo(index_dtype).max < max(n_major, n_minor, nnz):
         index_dtype = np.dtype(np.int64)
-    if check:
+    if check:  # on the values as given: a cast first could wrap an invalid index into a valid one
         check_structure(indptr, indices, n_minor, xp)
-    indptr = xp.ascontiguousarray(indptr, dtype=index_dtype)
-    indices = xp.ascontiguousarray(indices, dtype=index_dtype)
+    indptr = as_index_dtype(indptr, index_dtype, xp)
+    indices = as_index_dtype(indices, index_dtype, xp)
     fill = normalize_fill_value(fill_value, data.dtype)
     return indptr, indices, data, shape, fill, dev
 
@@ -196,22 +231,42 @@ def _implied_compressed_shape(indptr, indices, data, major_axis) -> tuple:
     return (dims if major_axis == 0 else dims[::-1]) + tuple(data.shape[1:])
 
 
+def _saturated_int64(values, xp):
+    """Integer ``values`` as int64, a uint64 of 2**63 or more as 2**63 - 1 (still out of every range)."""
+    if values.dtype == np.uint64:
+        values = xp.minimum(values, np.uint64(_INT64_MAX))
+    return values.astype(np.int64)
+
+
+def _shown(value: int, dtype) -> str:
+    """``value`` for a message; a saturated uint64 shows as what it is, a lower bound."""
+    if value == _INT64_MAX and np.dtype(dtype) == np.uint64:
+        return f"a value >= {_INT64_MAX}"
+    return str(value)
+
+
 def check_structure(indptr, indices, n_minor, xp) -> None:
-    """Raise ``ValueError`` unless ``indptr`` runs non-decreasing from 0 to nnz and ``indices`` lie in ``[0, n_minor)``."""
+    """Raise ``ValueError`` unless ``indptr`` runs non-decreasing from 0 to nnz and ``indices`` lie in ``[0, n_minor)``.
+
+    The values are compared in the dtype they are given in (uint64
+    included), before any cast to the index dtype of the array: one pass
+    and one transfer.
+    """
     nnz = indices.shape[0]
-    first_last = xp.stack([indptr[0], indptr[-1]]).astype(np.int64)
+    first_last = _saturated_int64(xp.stack([indptr[0], indptr[-1]]), xp)
     steps_ok = xp.all(indptr[1:] >= indptr[:-1]) if indptr.shape[0] > 1 else xp.asarray(True)
-    bounds = (xp.stack([indices.min(), indices.max()]).astype(np.int64)
+    bounds = (_saturated_int64(xp.stack([indices.min(), indices.max()]), xp)
               if nnz else xp.asarray([0, -1], dtype=np.int64))
     report = xp.concatenate([first_last, bounds, steps_ok.astype(np.int64).reshape(1)])
     first, last, lo, hi, monotone = (int(v) for v in to_host(report))  # sync: validation
     if first != 0 or last != nnz:
-        raise ValueError(f"indptr must start at 0 and end at nnz={nnz}; got {first} ... {last}")
+        raise ValueError(f"indptr must start at 0 and end at nnz={nnz}; got "
+                         f"{_shown(first, indptr.dtype)} ... {_shown(last, indptr.dtype)}")
     if not monotone:
         raise ValueError("indptr must be non-decreasing")
     if nnz and (lo < 0 or hi >= n_minor):
         bad = lo if lo < 0 else hi
-        raise ValueError(f"indices out of range [0, {n_minor}): found {bad}")
+        raise ValueError(f"indices out of range [0, {n_minor}): found {_shown(bad, indices.dtype)}")
 
 
 def check_array(x) -> None:
