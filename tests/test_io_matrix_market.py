@@ -252,3 +252,160 @@ def test_target_name_is_kept(tmp_path):
     mmwrite(tmp_path / "x.txt", gs.eye(3, device="cpu"))
     assert os.listdir(tmp_path) == ["x.txt"]
     assert mmread(tmp_path / "x.txt").nnz == 3
+
+
+# --------------------------------------------------------------------------
+# file modes and symbolic links: as scipy.io.mmwrite
+# --------------------------------------------------------------------------
+
+def _mode(path):
+    return os.stat(path).st_mode & 0o7777
+
+
+@pytest.mark.parametrize("suffix", [".mtx", ".mtx.gz", ".mtx.bz2"])
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o027])
+def test_new_file_mode_is_scipys(tmp_path, umask, suffix):
+    old = os.umask(umask)
+    try:
+        scipy.io.mmwrite(tmp_path / "peer.mtx", sp.eye(3))
+        mmwrite(tmp_path / f"ours{suffix}", gs.eye(3, device="cpu"))
+    finally:
+        os.umask(old)
+    assert _mode(tmp_path / f"ours{suffix}") == _mode(tmp_path / "peer.mtx") == 0o666 & ~umask
+
+
+@pytest.mark.parametrize("suffix", [".mtx", ".mtx.gz"])
+@pytest.mark.parametrize("mode", [0o640, 0o604])
+def test_overwrite_keeps_mode_and_writes_through_symlinks(tmp_path, mode, suffix):
+    seen = {}
+    writers = {"peer": lambda p: scipy.io.mmwrite(p, sp.eye(3)), "ours": lambda p: mmwrite(p, gs.eye(3, device="cpu"))}
+    for who, write in writers.items():
+        suffix_here = suffix if who == "ours" else ".mtx"
+        target = tmp_path / f"{who}{suffix_here}"
+        write(target)
+        os.chmod(target, mode)
+        link = tmp_path / f"{who}-link{suffix_here}"
+        link.symlink_to(target.name)
+        write(link)
+        seen[who] = (_mode(target), link.is_symlink(), os.readlink(link) == target.name)
+    assert seen["ours"] == seen["peer"] == (mode, True, True)
+    assert_sparse_equal(mmread(tmp_path / f"ours-link{suffix}"), np.eye(3))
+    assert len(os.listdir(tmp_path)) == 4
+
+
+# --------------------------------------------------------------------------
+# hostile files
+# --------------------------------------------------------------------------
+
+_GOOD = b"%%MatrixMarket matrix coordinate real general\n%a comment\n4 5 3\n1 1 1.5\n4 2 -2.0\n2 5 3e10\n"
+_COMPRESS = {".gz": gzip.compress, ".bz2": bz2.compress}
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".bz2"])
+def test_damaged_compressed_streams(tmp_path, suffix):
+    packed = _COMPRESS[suffix](_GOOD)
+    cases = {f"cut{n}": packed[:n] for n in (0, 3, 10, len(packed) // 2, len(packed) - 1)}
+    cases["garbage"] = packed[:3] + b"\x00" * 5 + packed[8:]
+    cases["flipped"] = packed[:20] + bytes([packed[20] ^ 0xFF]) + packed[21:]
+    cases["appended"] = packed + b"junk"
+    for what, payload in cases.items():
+        path = tmp_path / f"{what}.mtx{suffix}"
+        path.write_bytes(payload)
+        for read in (mmread, mminfo):
+            try:
+                got = read(path)
+            except FileFormatError as exc:
+                assert str(exc).startswith(f"{path}: "), (what, exc)
+                continue
+            # read: only when the stream still decompresses to the file, as Python's own reader says
+            opener = gzip.open if suffix == ".gz" else bz2.open
+            with opener(path, "rb") as f:
+                assert f.read() == _GOOD, what
+            if read is mmread:
+                assert_sparse_equal(got, scipy.io.mmread(io.BytesIO(_GOOD)).toarray())
+
+
+@pytest.mark.parametrize("text", [
+    b"%%MatrixMarket matrix coordinate real general\n3 3 1\n100000000000000000000000 1 1.0\n",
+    b"%%MatrixMarket matrix coordinate integer general\n3 3 1\n1 1 100000000000000000000000\n",
+    b"%%MatrixMarket matrix coordinate real general\n100000000000000000000000 3 1\n1 1 1.0\n",
+    b"%%MatrixMarket matrix coordinate real general\n3 3 100000000000000000000000\n1 1 1.0\n",
+])
+@pytest.mark.parametrize("suffix", ["", ".gz"])
+def test_integers_out_of_range(tmp_path, text, suffix):
+    path = tmp_path / f"x.mtx{suffix}"
+    path.write_bytes(_COMPRESS[suffix](text) if suffix else text)
+    with pytest.raises((ValueError, OverflowError)):
+        scipy.io.mmread(io.BytesIO(text))  # the peer refuses it too
+    with pytest.raises(FileFormatError, match=f"{path}: .*Integer out of range"):
+        mmread(path)
+    if b"3 3 1\n" not in text:
+        with pytest.raises(FileFormatError, match=f"{path}: Integer out of range"):
+            mminfo(path)
+
+
+_AS_LIMITED = """
+import io, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))
+import gpusparse as gs
+path = sys.argv[1]
+source = io.BytesIO(open(path, "rb").read()) if sys.argv[2] == "stream" else path
+try:
+    gs.io.mmread(source)
+except gs.io.FileFormatError as exc:
+    print("FileFormatError", exc)
+except BaseException as exc:
+    print(type(exc).__name__, exc)
+"""
+
+
+@pytest.mark.parametrize("how", ["", ".gz", ".bz2", "stream"])
+@pytest.mark.parametrize("size_line", [b"coordinate real general\n3 3 1000000000000",
+                                       b"coordinate pattern general\n3 3 1000000000",
+                                       b"array real general\n1000000 1000000",
+                                       b"array complex skew-symmetric\n100000 100000"])
+def test_size_line_claiming_more_than_the_file_holds(tmp_path, size_line, how):
+    import subprocess
+    import sys
+    text = b"%%MatrixMarket matrix " + size_line + b"\n1 1 1.0\n2 2 2.0\n" * 1000
+    suffix = how if how != "stream" else ""
+    path = tmp_path / f"x.mtx{suffix}"
+    path.write_bytes(_COMPRESS[suffix](text) if suffix else text)
+    out = subprocess.run([sys.executable, "-c", _AS_LIMITED, str(path), how], capture_output=True, text=True,
+                         timeout=120)
+    name = "<BytesIO>" if how == "stream" else str(path)
+    assert out.stdout.startswith(f"FileFormatError {name}: the size line declares"), out.stdout + out.stderr
+
+
+_SMALLEST = {  # the shortest bodies a size line allows: single-digit tokens, no newline at the end
+    "coordinate real general": b"3 3 3\n1 1 1\n2 2 2\n3 1 3",
+    "coordinate pattern general": b"3 3 2\n1 1\n3 2",
+    "coordinate complex hermitian": b"2 2 2\n1 1 1 0\n2 1 2 3",
+    "coordinate integer skew-symmetric": b"3 3 1\n3 1 5",
+    "array real general": b"2 3\n1\n2\n3\n4\n5\n6",
+    "array integer symmetric": b"2 2\n1\n2\n3",
+    "array real skew-symmetric": b"3 3\n1\n2\n3",
+    "array complex general": b"1 2\n1 2\n3 4",
+}
+
+
+@pytest.mark.parametrize("how", ["", ".gz", "stream"])
+@pytest.mark.parametrize("kind", list(_SMALLEST))
+def test_smallest_files_the_size_line_allows_still_read(tmp_path, kind, how):
+    text = b"%%MatrixMarket matrix " + kind.encode() + b"\n" + _SMALLEST[kind]
+    expected = scipy.io.mmread(io.BytesIO(text))
+    expected = expected.toarray() if sp.issparse(expected) else expected
+    suffix = how if how != "stream" else ""
+    path = tmp_path / f"x.mtx{suffix}"
+    path.write_bytes(_COMPRESS[suffix](text) if suffix else text)
+    got = mmread(io.BytesIO(text) if how == "stream" else path)
+    assert_sparse_equal(got, expected)
+    short = text[:-1]  # one byte less: an entry fewer
+    path.write_bytes(_COMPRESS[suffix](short) if suffix else short)
+    try:
+        got = mmread(io.BytesIO(short) if how == "stream" else path)
+    except FileFormatError as exc:
+        assert str(exc).startswith(f"{path}: " if how != "stream" else "<BytesIO>: ")
+        return
+    # the engine (and so SciPy) fills a short array file with zeros; where it reads one, both agree
+    assert_sparse_equal(got, scipy.io.mmread(io.BytesIO(short)))

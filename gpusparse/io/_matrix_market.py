@@ -18,11 +18,14 @@ does a read with a progress bar, whose stream counts the bytes consumed.
 from __future__ import annotations
 
 import bz2
+import collections
 import contextlib
 import functools
 import gzip
+import io
 import os
 import re
+import zlib
 
 import numpy as np
 
@@ -68,16 +71,124 @@ def _fail(name: str, exc: Exception, declared=None) -> FileFormatError:
     return FileFormatError(f"{name}: {message}")
 
 
+#: Errors of a damaged ``.gz``/``.bz2`` stream (``gzip.BadGzipFile`` and bz2's are OSErrors).
+_STREAM_ERRORS = (EOFError, OSError, zlib.error)
+#: Bytes read from a stream per step while checking the size line's claim.
+_CHUNK = 2**20
+
+
+def _least_bytes(header) -> int:
+    """The fewest bytes the body of a file with this header can have.
+
+    The engine allocates the arrays the size line declares before it reads
+    a line, so the claim is checked against the bytes there are first.
+    Every entry is a line of whitespace-separated numbers, each at least one
+    character followed by a separator: two indices and zero (pattern), one
+    or two (complex) values in a coordinate file, one or two values per
+    stored element of an array file (the lower triangle of a symmetric one).
+    """
+    values = {"pattern": 0, "complex": 2}.get(header.field, 1)
+    if header.format == "coordinate":
+        entries, tokens = header.nnz, 2 + values
+    else:
+        n, m = header.nrows, header.ncols
+        entries = {"general": n * m, "skew-symmetric": n * (n - 1) // 2}.get(header.symmetry, n * (n + 1) // 2)
+        tokens = max(values, 1)
+    return max(entries * 2 * tokens - 1, 0)
+
+
+def _check_claim(name, header, available, exact=True):
+    """FileFormatError when the file is too short to hold what its size line declares."""
+    least = _least_bytes(header)
+    if least > available:
+        what = f"has {available} bytes" if exact else f"ends {available} bytes after the size line"
+        raise FileFormatError(f"{name}: the size line declares {header.nrows} x {header.ncols} with {header.nnz} "
+                              f"entries ({header.format}, {header.field}), which take at least {least} bytes, "
+                              f"but the file {what}")
+
+
+def _read_header_bytes(stream) -> bytes:
+    """The banner, comment and blank lines and the size line of ``stream``, as they are."""
+    lines = []
+    while True:
+        line = stream.readline(_CHUNK)
+        while line and not line.endswith(b"\n") and len(line) % _CHUNK == 0:  # a long line, read on
+            more = stream.readline(_CHUNK)
+            line += more
+            if not more:
+                break
+        lines.append(line)
+        if not line or (len(lines) > 1 and line.strip() and not line.startswith(b"%")):
+            return b"".join(lines)
+
+
+class _Chain(io.RawIOBase):
+    """A stream of ``prefix`` (a list of byte strings) followed by what is left of ``rest``."""
+
+    def __init__(self, prefix, rest):
+        super().__init__()
+        self._parts, self._rest = collections.deque(prefix), rest
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        while self._parts and not self._parts[0]:
+            self._parts.popleft()
+        if not self._parts:
+            data = self._rest.read(len(buffer))
+        else:
+            data = self._parts[0][:len(buffer)]
+            self._parts[0] = self._parts[0][len(data):]
+        buffer[:len(data)] = data
+        return len(data)
+
+
+def _bounded(fmm, name, stream):
+    """``stream`` for the engine, once the bytes its size line claims are known to be there.
+
+    The header is parsed from its own bytes; then the body is read ahead,
+    in steps of :data:`_CHUNK`, up to the fewest bytes the claim needs (or
+    the end of the stream, which makes the file a truncated one). What was
+    read ahead is handed to the engine again, before the rest of the stream,
+    so memory never exceeds what the stream really holds.
+    """
+    head = _read_header_bytes(stream)
+    try:
+        header = fmm.read_header(io.BytesIO(head))
+    except (ValueError, RuntimeError, OverflowError) as exc:
+        raise _fail(name, exc) from exc
+    least, parts, have = _least_bytes(header), [head], 0
+    while have < least:
+        chunk = stream.read(min(_CHUNK, least - have))
+        if not chunk:
+            _check_claim(name, header, have, exact=False)
+        parts.append(chunk)
+        have += len(chunk)
+    return io.BufferedReader(_Chain(parts, stream), buffer_size=_CHUNK)
+
+
 @contextlib.contextmanager
-def _source(source, progress):
-    """What to hand the engine for ``source``: a path, or an open binary stream."""
+def _source(source, progress, fmm=None, name=None):
+    """What to hand the engine for ``source``: a path, or an open binary stream.
+
+    With ``fmm`` given, the size line's claim is checked against the bytes
+    there are before the engine sees the file (see :func:`_bounded`).
+    """
     if not is_path(source):
-        yield source
+        yield source if fmm is None else _bounded(fmm, name, source)
         return
     path = os.fspath(source)
     opener = _opener(path)
-    bar = progress_bar(progress, os.path.getsize(path), f"reading {os.path.basename(str(path))}")
+    size = os.path.getsize(path)
+    bar = progress_bar(progress, size, f"reading {os.path.basename(str(path))}")
     try:
+        if opener is None and fmm is not None:
+            try:
+                header = fmm.read_header(str(path))
+            except (ValueError, RuntimeError, OverflowError) as exc:
+                raise _fail(name, exc) from exc
+            _check_claim(name, header, size)
         if opener is None and type(bar).__name__ == "_NoBar":
             yield str(path)  # the engine reads a plain file itself, with its threads
             return
@@ -87,9 +198,17 @@ def _source(source, progress):
                 yield counted
             else:
                 with opener(counted, "rb") as stream:
-                    yield stream
+                    try:
+                        bounded = stream if fmm is None else _bounded(fmm, name, stream)
+                    except _STREAM_ERRORS as exc:
+                        raise _damaged(name, exc) from exc
+                    yield bounded
     finally:
         bar.close()
+
+
+def _damaged(name, exc) -> FileFormatError:
+    return FileFormatError(f"{name}: the compressed stream is damaged or truncated: {type(exc).__name__}: {exc}")
 
 
 def mminfo(source):
@@ -108,11 +227,16 @@ def mminfo(source):
     """
     fmm = _fmm()
     name = describe(source)
+    compressed = is_path(source) and _opener(os.fspath(source)) is not None
     with _source(source, False) as src:
         try:
             header = fmm.read_header(src)
-        except (ValueError, RuntimeError) as exc:
+        except (ValueError, RuntimeError, OverflowError) as exc:
             raise _fail(name, exc) from exc
+        except _STREAM_ERRORS as exc:
+            if not compressed:
+                raise
+            raise _damaged(name, exc) from exc
     return header.nrows, header.ncols, header.nnz, header.format, header.field, header.symmetry
 
 
@@ -175,15 +299,20 @@ def mmread(source, device=None, format="coo", check=True, *, progress=None):
         raise ValueError(f"format must be one of {_FORMATS}, got {format!r}")
     fmm = _fmm()
     name = describe(source)
-    with _source(source, progress) as src:
+    compressed = is_path(source) and _opener(os.fspath(source)) is not None
+    with _source(source, progress, fmm, name) as src:
         try:
             body, shape = fmm.read_array_or_coo(src)
-        except (ValueError, RuntimeError) as exc:
+        except (ValueError, RuntimeError, OverflowError) as exc:
             declared = None
             if is_path(source) and str(exc).startswith("Truncated"):
                 with contextlib.suppress(Exception):
                     declared = mminfo(source)[2]
             raise _fail(name, exc, declared) from exc
+        except _STREAM_ERRORS as exc:
+            if not compressed:
+                raise
+            raise _damaged(name, exc) from exc
     if isinstance(body, np.ndarray):
         x = fromdense(np.ascontiguousarray(body), device="cpu")
     else:
