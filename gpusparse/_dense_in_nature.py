@@ -8,7 +8,9 @@ offers them so that array API code runs unchanged, as it offers ``sort``
 and ``cumulative_sum``: :func:`dense_call` densifies the operands on their
 own device (NumPy on the CPU, CuPy on a GPU: no host round trip), runs the
 device library's routine, and returns sparse arrays with fill value 0 that
-store every non-zero element. They take the memory of the dense arrays; for
+store every non-zero element. They take the memory of the dense arrays
+(an estimate of three dense copies that cannot fit raises ``MemoryError``
+before anything is densified); for
 large sparse systems use the iterative solvers of
 :func:`gpusparse.linalg.aslinearoperator`, :func:`gpusparse.linalg.lobpcg`
 or :func:`gpusparse.linalg.svd_lowrank` instead.
@@ -16,9 +18,15 @@ or :func:`gpusparse.linalg.svd_lowrank` instead.
 
 from __future__ import annotations
 
+from gpusparse import _memory
 from gpusparse._device import device_of, device_scope, xp_for
 
 __all__ = ["dense_call"]
+
+#: The peak of a dense routine, in copies of its densified operands: the
+#: operands, the results (an inverse, the factors of a decomposition) and
+#: the library's workspace.
+_WORKING_COPIES = 3
 
 
 def _is_sparse(x) -> bool:
@@ -55,7 +63,12 @@ def dense_call(name, arrays, compute, result_type=None):
             raise TypeError(f"{name}: {argument} must be a gpusparse array, got {type(a).__name__}")
     dev = device_of(*arrays, what=names)
     xp = xp_for(dev)
-    with device_scope(dev):
+    dense = sum(_memory.nbytes(a.shape, a.dtype) for a in arrays)
+    shapes = ", ".join(f"{argument} {a.shape} {a.dtype.name}" for argument, a in zip(names, arrays))
+    _memory.require(_WORKING_COPIES * dense, dev,
+                    f"densifying {shapes} ({_memory.describe(dense)}) with the routine's results and workspace",
+                    name)
+    with device_scope(dev), _memory.operation(name):
         out = compute(xp, *(a.todense() for a in arrays))
         out = _as_sparse(tuple(out) if isinstance(out, tuple) else out, xp)
     return result_type(*out) if result_type is not None else out

@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from gpusparse import _memory
 from gpusparse._device import kernels_for, xp_for
 
 __all__ = ["as_coo", "broadcast_coo", "broadcast_shapes", "gather_dense", "sparse_prefix"]
@@ -66,6 +67,17 @@ def _with_parts(x, coords, data, shape, *, sorted, unique):
     return COO._from_parts(coords, data, shape, x.fill_value, x.device, sorted=sorted, unique=unique)
 
 
+def _require_entries(x, entries, sparse_dims, value_bytes, what):
+    """Refuse (``MemoryError``) a replication of ``x`` into ``entries`` stored entries that cannot fit.
+
+    Each entry holds ``sparse_dims`` int64 coordinates and ``value_bytes``
+    of values; the replication builds them next to temporaries of about the
+    same size (repeated coordinates, the coordinates of the new dimensions).
+    """
+    per_entry = 2 * (8 * sparse_dims + value_bytes) + 8
+    _memory.require(entries * per_entry, x.device, f"{what} ({entries:.3g} stored entries)")
+
+
 def _sparsify_dense_dims(x, count: int, target):
     """Turn the first ``count`` dense dimensions of COO ``x`` into sparse ones.
 
@@ -85,6 +97,7 @@ def _sparsify_dense_dims(x, count: int, target):
         data = xp.ascontiguousarray(xp.broadcast_to(data, (x.nnz,) + sizes + dense[count:]))
     block = math.prod(sizes)
     n = x.nnz * block
+    _require_entries(x, n, sd + count, np.dtype(x.dtype).itemsize * math.prod(dense), "making dense dimensions sparse")
     coords = xp.repeat(x.coords, block, axis=1)
     inner = xp.tile(xp.arange(block, dtype=np.int64), x.nnz)
     new_rows = k.delinearize(inner, sizes) if n else xp.zeros((count, 0), dtype=np.int64)
@@ -122,6 +135,8 @@ def broadcast_coo(x, shape, prefix: int):
     sizes = tuple(shape[d] for d in stretched)
     reps = math.prod(sizes)
     n = x.nnz
+    _require_entries(x, n * reps, prefix, np.dtype(x.dtype).itemsize * math.prod(x.shape[x.sparse_dim:]),
+                     f"broadcasting a sparse operand of shape {x.shape} to {shape}")
     leading = stretched == list(range(len(stretched)))
     combos = xp.arange(reps, dtype=np.int64)
     if leading:  # all copies of entry 0, then of entry 1, ... per leading combination

@@ -29,6 +29,7 @@ import math
 
 import numpy as np
 
+from gpusparse import _memory
 from gpusparse._device import device_scope, kernels_for, to_host, xp_for
 from gpusparse._errors import warn_efficiency
 from gpusparse.ops import canonical, convert
@@ -388,6 +389,9 @@ def esc_product(a, b, cdt):
         hi = xp.searchsorted(b_rows, a_cols, side="right")
         ptr = k.offsets(hi - lo)
         total = int(to_host(ptr[-1:])[0])  # sync: the number of product terms
+        # every term: two sources, a row, a column (int64) and a value, then a coalesce of them
+        _memory.require(total * 2 * (4 * 8 + np.dtype(cdt).itemsize), dev,
+                        f"the product terms ({total:.3g}) of a ({m}, {a.shape[1]}) by ({b.shape[0]}, {n}) product")
         src_a = k.expand(ptr, total)
         src_b = lo[src_a] + (xp.arange(total, dtype=np.int64) - ptr[src_a])
         rows = a_rows[src_a]
@@ -486,14 +490,15 @@ def _matmul(a, b, names=("a", "b"), what="matmul"):
         b = insert_zero_axis(b, 1) if b1 else b
     elif b1:
         b = b.reshape(-1, 1)
-    if sa and sb:
-        res = sparse_sparse(a, b, dtype, fmt)
-        if not (a1 or b1):
-            return res
-        promoted = ([res.ndim - 2] if a1 else []) + ([res.ndim - 1] if b1 else [])
-        res = drop_axes(as_coo(res), promoted)
-        return res.to_dense() if res.ndim == 0 else res
-    res = sparse_dense(a, b, dtype) if sa else dense_sparse(a, b, dtype)
+    with _memory.operation(what):  # names the product in a MemoryError of its allocations
+        if sa and sb:
+            res = sparse_sparse(a, b, dtype, fmt)
+            if not (a1 or b1):
+                return res
+            promoted = ([res.ndim - 2] if a1 else []) + ([res.ndim - 1] if b1 else [])
+            res = drop_axes(as_coo(res), promoted)
+            return res.to_dense() if res.ndim == 0 else res
+        res = sparse_dense(a, b, dtype) if sa else dense_sparse(a, b, dtype)
     return res.reshape(out_shape)
 
 

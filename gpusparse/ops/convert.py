@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from gpusparse import _memory
 from gpusparse._device import as_device, device_scope, kernels_for, to_device_array, xp_for
 from gpusparse._dtypes import check_value_dtype, index_dtype_for, normalize_fill_value
 from gpusparse.ops import canonical
@@ -86,6 +87,9 @@ def keep_entries(x, keep):
 
 def to_dense(x, default_value=None):
     """Dense array of ``x`` with every unstored element equal to ``default_value`` (or the fill)."""
+    _memory.require(_memory.nbytes(x.shape, x.dtype), x.device,
+                    f"the dense array of shape {x.shape} and dtype {x.dtype.name}",
+                    _memory.current_operation() or "to_dense")
     coo = x if x.format == "coo" else compressed_to_coo(x)
     coo = coo if coo.unique else canonical.coalesce(coo)
     dtype = x.dtype

@@ -40,6 +40,7 @@ import warnings
 
 import numpy as np
 
+from gpusparse import _memory
 from gpusparse._device import array_device, device_of, device_scope, kernels_for, to_host, xp_for
 from gpusparse._dtypes import VALUE_DTYPES, check_value_dtype, index_dtype_for, native_dtype
 from gpusparse._options import get_option
@@ -248,6 +249,11 @@ def _densify(dfunc, operands, kwargs, name, shape):
             "call .todense() on the sparse operands -- or switch auto-densify on with "
             "gpusparse.set_options(auto_densify=True) or GPUSPARSE_AUTO_DENSIFY=1"
         )
+    sparse = [op.value for op in operands if op.kind == "sparse"]
+    itemsize = max(np.dtype(op.value.dtype).itemsize for op in operands if op.kind in ("sparse", "dense"))
+    dense = sum(_memory.nbytes(x.shape, x.dtype) for x in sparse) + math.prod(shape) * itemsize
+    _memory.require(dense, sparse[0].device,
+                    f"densifying the sparse operands and the dense result of shape {shape}", name)
     args = [op.value.todense() if op.kind == "sparse" else op.value for op in operands]
     result = dfunc(*args, **kwargs)
     return result
@@ -355,7 +361,7 @@ def apply(func, operands, kwargs, *, keep_fill_entries=False):
             raise
         fills, dtypes = _empty_result_fills(func, operands, kwargs, name)  # no element to compute
     dfunc = device_function(func, xp)
-    with device_scope(dev):
+    with device_scope(dev), _memory.operation(name):
         if dense and math.prod(shape):
             dense_fills = _dense_fills(dfunc, operands, kwargs, dtypes, xp)
             if dense_fills is None:

@@ -43,6 +43,7 @@ import operator
 
 import numpy as np
 
+from gpusparse import _memory
 from gpusparse._device import device_scope, kernels_for, xp_for
 from gpusparse.ops import canonical, convert
 from gpusparse.ops._linalg_core import (
@@ -379,16 +380,31 @@ def outer(a, b):
             return xp.outer(a, b)
     dtype = result_dtype(("a", a.dtype), ("b", b.dtype))
     size_a, size_b = math.prod(a.shape), math.prod(b.shape)
-    with device_scope(dev):
+    with device_scope(dev), _memory.operation("outer"):
         A, B = _coo_operand(a, dev, dtype), _coo_operand(b, dev, dtype)
+        _require_products(A.nnz, B.nnz, 2, dtype, dev, "outer")
         ka = linear_keys(list(A.coords), list(A.shape), k, xp) if A.ndim else xp.zeros(A.nnz, np.int64)
         kb = linear_keys(list(B.coords), list(B.shape), k, xp) if B.ndim else xp.zeros(B.nnz, np.int64)
-        rows = xp.repeat(ka, B.nnz)
-        cols = xp.tile(kb, A.nnz)
+        coords = xp.empty((2, A.nnz * B.nnz), dtype=np.int64)
+        coords[0].reshape(A.nnz, B.nnz)[...] = ka.reshape(-1, 1)
+        coords[1].reshape(A.nnz, B.nnz)[...] = kb.reshape(1, -1)
         da, db = A.data.astype(dtype, copy=False), B.data.astype(dtype, copy=False)
         data = (da.reshape(-1, 1) * db.reshape(1, -1)).reshape(-1)
-        return new_coo(xp.stack([rows, cols]), data, (size_a, size_b), dev,
+        return new_coo(coords, data, (size_a, size_b), dev,
                        sorted=A.sorted and B.sorted, unique=A.unique and B.unique)
+
+
+def _require_products(nnz_a, nnz_b, nd, dtype, dev, name):
+    """Refuse (``MemoryError``) an outer/Kronecker product of ``nnz_a * nnz_b`` entries that cannot fit.
+
+    The result holds ``nd`` int64 coordinates and one value per entry; the
+    coordinates are written in place, one dimension at a time, so the
+    largest temporary is one coordinate row.
+    """
+    entries = nnz_a * nnz_b
+    per_entry = 8 * nd + np.dtype(dtype).itemsize + 8
+    _memory.require(entries * per_entry, dev, f"the result ({nnz_a} x {nnz_b} = {entries:.3g} stored entries)",
+                    name)
 
 
 @returns_operand_kind
@@ -412,17 +428,19 @@ def kron(a, b):
     sa = (1,) * (nd - a.ndim) + tuple(a.shape)
     sb = (1,) * (nd - b.ndim) + tuple(b.shape)
     shape = check_shape(tuple(x * y for x, y in zip(sa, sb)), "the result's shape")
-    with device_scope(dev):
+    with device_scope(dev), _memory.operation("kron"):
         A, B = _coo_operand(a, dev, dtype), _coo_operand(b, dev, dtype)
+        _require_products(A.nnz, B.nnz, nd, dtype, dev, "kron")
         ca = xp.concatenate([xp.zeros((nd - A.ndim, A.nnz), np.int64), A.coords]) if nd > A.ndim else A.coords
         cb = xp.concatenate([xp.zeros((nd - B.ndim, B.nnz), np.int64), B.coords]) if nd > B.ndim else B.coords
-        ia = xp.repeat(xp.arange(A.nnz, dtype=np.int64), B.nnz)
-        ib = xp.tile(xp.arange(B.nnz, dtype=np.int64), A.nnz)
-        scale = xp.asarray(sb, dtype=np.int64).reshape(-1, 1)
-        coords = ca[:, ia] * scale + cb[:, ib]
+        coords = xp.empty((nd, A.nnz * B.nnz), dtype=np.int64)
+        for d in range(nd):  # one row at a time: the only temporary is one (nnz_a, nnz_b) block
+            block = coords[d].reshape(A.nnz, B.nnz)
+            block[...] = cb[d].reshape(1, -1)
+            block += ca[d].reshape(-1, 1) * sb[d]
         da, db = A.data.astype(dtype, copy=False), B.data.astype(dtype, copy=False)
         data = (da.reshape(-1, 1) * db.reshape(1, -1)).reshape(-1)
-        out = new_coo(coords.reshape(nd, -1), data, shape, dev,
+        out = new_coo(coords, data, shape, dev,
                       sorted=nd <= 1 and A.sorted and B.sorted, unique=A.unique and B.unique)
     return out.to_dense() if nd == 0 else out
 

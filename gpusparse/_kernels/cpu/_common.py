@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import math
-import os
-
 import numpy as np
 
 from gpusparse._kernels._numba import jit
 from gpusparse._kernels.cpu import _pool
+from gpusparse._memory import check_output
 
 #: Work below this many elements runs serially: thread start-up costs more.
 PARALLEL_MIN = 1 << 15
@@ -28,31 +26,9 @@ def _prefault(buffer) -> None:
     buffer.reshape(-1).view(np.uint8)[::_PAGE] = 0
 
 
-def _physical_memory() -> int:
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, OSError, ValueError):  # not POSIX: no limit known
-        return 1 << 62
-
-
-_PHYSICAL_MEMORY = _physical_memory()
-
-
 def _check_size(shape, dtype) -> None:
-    """Refuse an output larger than the machine's memory with a MemoryError.
-
-    Outputs sized from data (a merge of rows, a row selection) can be
-    absurd when the components are malformed (``check=False``, buffers
-    changed after construction); a lazily mapped allocation would succeed
-    and the process be killed when the kernel writes it.
-    """
-    nbytes = math.prod(shape) * np.dtype(dtype).itemsize
-    if nbytes > _PHYSICAL_MEMORY:
-        raise MemoryError(
-            f"an output of shape {shape} and dtype {np.dtype(dtype).name} needs {nbytes / 2**30:.1f} GiB, "
-            f"more than this machine's {_PHYSICAL_MEMORY / 2**30:.1f} GiB; if its size comes from an array "
-            "built with check=False or whose buffers changed, x.check() tells what is wrong"
-        )
+    """Refuse an output that cannot fit in host memory with a MemoryError (:mod:`gpusparse._memory`)."""
+    check_output(shape, dtype)
 
 
 def empty(shape, dtype) -> np.ndarray:
