@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import gpusparse as gs
 from _helpers import assert_dense_equal, assert_sparse_equal, check_invariants, components_on_host, dense_oracle
-from gpusparse._device import to_host
+from gpusparse._device import to_host, xp_for
 from gpusparse._dtypes import VALUE_DTYPES
 from gpusparse.containers import COO
 from strategies import coo_cases, elements
@@ -564,3 +564,110 @@ def test_div_rounding_modes_on_integers_match_torch(device):
         x.div_(2, rounding_mode="round")
     with pytest.raises(TypeError, match="Cannot cast"):
         x.div_(2)
+
+
+# --------------------------------------------------------------------------
+# Threads: readers see the old state or the new one, writers serialise
+# --------------------------------------------------------------------------
+
+def _race(writers, readers, rounds):
+    """Run each of ``writers`` ``rounds`` times in a thread of its own while each of ``readers`` loops in another.
+
+    Returns the exceptions raised in any thread. A short switch interval makes
+    the threads interleave between bytecodes, not only where the GIL is released.
+    """
+    import sys
+    import threading
+
+    errors, start = [], threading.Barrier(len(writers) + len(readers))
+    pending = [len(writers)]
+    lock = threading.Lock()
+
+    def write(writer):
+        try:
+            start.wait()
+            for _ in range(rounds):
+                writer()
+        except BaseException as exc:  # noqa: BLE001 -- reported by the test
+            errors.append(exc)
+        finally:
+            with lock:
+                pending[0] -= 1
+
+    def read(reader):
+        try:
+            start.wait()
+            while pending[0] and not errors:
+                reader()
+            reader()
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=read, args=(r,)) for r in readers]
+        threads += [threading.Thread(target=write, args=(w,)) for w in writers]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+    finally:
+        sys.setswitchinterval(interval)
+    return errors
+
+
+def _one_of(got, candidates, what):
+    got = to_host(got)
+    for c in candidates:
+        if np.shape(got) == np.shape(c) and np.array_equal(got, c, equal_nan=True):
+            return
+    raise AssertionError(f"{what} is neither the old nor the new value: {got!r}")
+
+
+def _dense(r):
+    return r.todense() if isinstance(r, gs.SparseArray) else r
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_readers_see_old_or_new_state(device, fmt):
+    """``t_()`` (new shape, new components) in one thread; todense, sum, indexing, products in others."""
+    rng = np.random.default_rng(7)
+    rect = rng.integers(1, 5, (5, 3)).astype(np.float64) * (rng.random((5, 3)) < 0.5)
+    square = rng.integers(1, 5, (4, 4)).astype(np.float64) * (rng.random((4, 4)) < 0.5)
+    x = gs.fromdense(rect, format=fmt, device=device)
+    s = gs.fromdense(square, format=fmt, device=device)
+    xs, ss, v = [rect, rect.T], [square, square.T], np.arange(4.0)
+    v_here = xp_for(device).asarray(v)
+    readers = [
+        lambda: _one_of(x.todense(), xs, "todense"),
+        lambda: _one_of(_dense(x.sum(axis=0)), [d.sum(axis=0) for d in xs], "sum(axis=0)"),
+        lambda: _one_of(_dense(x[1]), [d[1] for d in xs], "x[1]"),
+        lambda: _one_of(x.nbytes * 0 + x.sparse_dim + x.density * 0, [2], "sparse_dim"),
+        lambda: _one_of(_dense(s @ s), [d @ d for d in ss], "s @ s"),
+        lambda: _one_of(_dense(s @ v_here), [d @ v for d in ss], "s @ v"),
+    ]
+
+    def write():
+        x.t_()
+        s.t_()
+
+    errors = _race([write], readers, rounds=10 if device.is_cuda else 60)
+    assert not errors, errors[:3]
+    _one_of(x.todense(), xs, "final x")
+    _one_of(s.todense(), ss, "final s")
+
+
+@pytest.mark.parametrize("fmt", ["coo", "csr"])
+def test_concurrent_writers_serialise(device, fmt):
+    """Two threads adding to one array: no addition is lost, as in a serial order of the two."""
+    x = gs.fromdense(np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]]), format=fmt, device=device)
+    expected = to_host(x.todense()) + 2 * 30
+
+    def add():
+        assert operator.iadd(x, 1.0) is x  # x += 1.0
+        x.add_(x, alpha=0)
+
+    errors = _race([add, add], [], rounds=30)
+    assert not errors, errors[:3]
+    assert_dense_equal(to_host(x.todense()), expected)

@@ -4,17 +4,226 @@
 Every method computes its result out of place (``gpusparse.ops``) and hands
 it to :meth:`InPlaceMixin._assign`, the one step that makes the array hold
 it; the rules (shapes, casting, formats) live in :mod:`gpusparse.ops.inplace`.
+
+Threads
+-------
+An array's whole state (components, shape, fill value, flags) lives in its
+instance ``__dict__``, and that dictionary is never changed once the array
+is visible to a caller: :meth:`InPlaceMixin._assign` replaces it by a new
+one in a single assignment, so attribute access stays a plain dictionary
+lookup and a single attribute read is always one whole state's.
+
+An operation reads several attributes over time, with the GIL released in
+between (NumPy, Numba and CuPy calls), so every public method, operator and
+property of the containers that reads more than one attribute runs on
+*pinned* operands: at the outermost call on a thread, each sparse array
+among ``self`` and the arguments (also inside lists, tuples and dicts) is
+replaced by an alias object that shares the state dictionary of that moment
+(:func:`pinned`). An in-place writer that replaces the state meanwhile does
+not touch that dictionary, so the operation computes on one state
+throughout: the old value or the new one, never a mix. Nested calls on the
+same thread run without pinning again (their operands are pinned already).
+A result that is an operand itself (``x.coalesce()`` of a coalesced ``x``)
+is handed back as the caller's object, unless that object took a new state
+meanwhile, in which case the alias (holding the value computed on) is.
+
+Writers take a lock of their target (a re-entrant lock per array, made on
+first use) around the whole operation, computation included: two in-place
+operations on one array from two threads run one after the other, so the
+result equals one of their serial orders. Readers never take it.
 """
 
 from __future__ import annotations
 
+import functools
+import threading
+import weakref
+
 import numpy as np
 
-__all__ = ["InPlaceMixin"]
+__all__ = ["InPlaceMixin", "pinned", "write_lock"]
+
+# --------------------------------------------------------------------------
+# Pinning operands, writer locks
+# --------------------------------------------------------------------------
+
+_local = threading.local()
+_locks: dict = {}
+_locks_guard = threading.Lock()
+
+#: Properties that read one attribute of the state, or none: atomic without pinning (and hot).
+_ATOMIC_PROPERTIES = frozenset({
+    "shape", "ndim", "size", "dtype", "device", "fill_value", "dense_dim", "nnz",
+    "coords", "data", "indptr", "indices", "index_dtype", "sorted", "unique", "format",
+})
+#: Methods that build or fill in a state, or that only the writers call.
+_NOT_PINNED = frozenset({
+    "__init__", "__new__", "__init_subclass__", "__getattribute__", "__getattr__", "__setattr__",
+    "__delattr__", "__class_getitem__", "__subclasshook__", "__reduce__", "__reduce_ex__",
+    "__getstate__", "__setstate__", "__sizeof__", "__dir__", "__format__",
+})
+_MAX_NESTING = 3
+
+
+def write_lock(array):
+    """The re-entrant lock that in-place operations on ``array`` hold (made on first use).
+
+    Kept beside the array, not in its state, so that replacing the state
+    keeps the lock; dropped when the array is collected.
+    """
+    key = id(array)
+    entry = _locks.get(key)
+    if entry is not None and entry[0]() is array:
+        return entry[1]
+    with _locks_guard:
+        entry = _locks.get(key)
+        if entry is not None and entry[0]() is array:
+            return entry[1]
+        lock = threading.RLock()
+
+        def forget(ref, key=key):
+            with _locks_guard:
+                if _locks.get(key, (None,))[0] is ref:
+                    del _locks[key]
+
+        _locks[key] = (weakref.ref(array, forget), lock)
+        return lock
+
+
+def _alias(array, aliases):
+    """An object of ``array``'s class sharing its state dictionary of this moment."""
+    key = id(array)
+    found = aliases.get(key)
+    if found is None:
+        alias = object.__new__(type(array))
+        alias.__dict__ = array.__dict__  # one read: the state of this moment
+        found = aliases[key] = (array, alias)
+    return found[1]
+
+
+def _pin(value, aliases, level=0):
+    if isinstance(value, InPlaceMixin):  # a sparse array (a plain class: a fast isinstance)
+        return _alias(value, aliases)
+    if level >= _MAX_NESTING:
+        return value
+    kind = type(value)
+    if kind is list or kind is tuple:
+        items = [_pin(v, aliases, level + 1) for v in value]
+        return value if all(a is b for a, b in zip(items, value)) else kind(items)
+    if kind is dict:
+        # An ``out`` (``np.sum(x, out=y)`` through ``__array_function__``) must stay the caller's object.
+        items = {k: v if k == "out" else _pin(v, aliases, level + 1) for k, v in value.items()}
+        return value if all(items[k] is v for k, v in value.items()) else items
+    return value
+
+
+def _unpin(result, aliases, level=0):
+    """Hand back the caller's objects for aliases in ``result`` whose state is still theirs."""
+    kind = type(result)
+    if kind is list or kind is tuple:
+        if level >= _MAX_NESTING:
+            return result
+        items = [_unpin(v, aliases, level + 1) for v in result]
+        return result if all(a is b for a, b in zip(items, result)) else kind(items)
+    if not isinstance(result, InPlaceMixin):
+        return result
+    for original, alias in aliases.values():
+        if result is alias:
+            return original if original.__dict__ is alias.__dict__ else alias
+    return result
+
+
+def _sparse_outs(out):
+    outs = out if isinstance(out, tuple) else (out,)
+    unique = {id(o): o for o in outs if isinstance(o, InPlaceMixin)}
+    return [unique[k] for k in sorted(unique)]
+
+
+def pinned(method):
+    """``method`` run on pinned operands (see the module's notes on threads).
+
+    At the outermost call on a thread, ``self`` and every sparse array among
+    the arguments is replaced by an alias holding its state of that moment;
+    sparse arrays given as ``out=`` are not pinned but locked as writers do.
+    """
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        if getattr(_local, "depth", 0):
+            return method(self, *args, **kwargs)
+        aliases = {}
+        self_pinned = _alias(self, aliases)
+        if args:
+            args = _pin(args, aliases)
+        locks = ()
+        if kwargs:
+            out = kwargs.pop("out", None)
+            kwargs = _pin(kwargs, aliases)
+            if out is not None:
+                kwargs["out"] = out
+                locks = [write_lock(o) for o in _sparse_outs(out)]
+        for lock in locks:
+            lock.acquire()
+        _local.depth = 1
+        try:
+            result = method(self_pinned, *args, **kwargs)
+        finally:
+            _local.depth = 0
+            for lock in reversed(locks):
+                lock.release()
+        return _unpin(result, aliases)
+    run.__pinned__ = True
+    return run
+
+
+def writing(method):
+    """``method``, an in-place operation, run holding ``self``'s write lock, its other operands pinned."""
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        with write_lock(self):
+            depth = getattr(_local, "depth", 0)
+            if depth:
+                return method(self, *args, **kwargs)
+            aliases = {}
+            if args:
+                args = _pin(args, aliases)
+            if kwargs:
+                kwargs = _pin(kwargs, aliases)
+            _local.depth = 1
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                _local.depth = 0
+    run.__pinned__ = True
+    return run
+
+
+def pin_methods(cls, *, writers=frozenset()):
+    """Wrap ``cls``'s own public methods and dunders by :func:`pinned` (``writers`` by :func:`writing`),
+    and its properties that read more than one attribute."""
+    for name, value in list(vars(cls).items()):
+        if name in _NOT_PINNED or (name.startswith("_") and not name.startswith("__")):
+            continue
+        if getattr(value, "__pinned__", False):
+            continue
+        if isinstance(value, property):
+            if name in _ATOMIC_PROPERTIES or value.fget is None or value.fset is not None:
+                continue
+            setattr(cls, name, property(pinned(value.fget), doc=value.__doc__))
+        elif callable(value) and not isinstance(value, (type, staticmethod, classmethod)):
+            setattr(cls, name, (writing if name in writers else pinned)(value))
 
 
 class InPlaceMixin:
-    """NumPy's in-place operators and torch's in-place methods (each returns ``self``)."""
+    """NumPy's in-place operators and torch's in-place methods (each returns ``self``).
+
+    Every subclass's own public methods, operators and multi-attribute
+    properties are wrapped by :func:`pinned` when the class is made, so that
+    each runs on one state of its operands (see the module's notes).
+    """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        pin_methods(cls, writers=_WRITERS)
 
     def _assign(self, result, *, name="", casting="same_kind", shape=None):
         """Make this array hold ``result``; the one step of every in-place operation.
@@ -27,13 +236,16 @@ class InPlaceMixin:
         from them -- is replaced by the result's. Nothing is written into
         the old component arrays: views taken from them before keep the
         old values. Returns ``self``.
+
+        Readers see the old state or the new one, never a mix: the new state
+        is a new ``__dict__`` put in place by one assignment, under this
+        array's write lock (see the module's notes on threads).
         """
         from gpusparse.ops import inplace
-        result = inplace.prepare(self, result, name, casting, shape)
-        if result is not self:
-            state = dict(vars(result))
-            vars(self).clear()
-            vars(self).update(state)
+        with write_lock(self):
+            result = inplace.prepare(self, result, name, casting, shape)
+            if result is not self:
+                self.__dict__ = dict(vars(result))  # one step: the old dict is never changed
         return self
 
     def _iop(self, name, *args):
@@ -203,3 +415,11 @@ class InPlaceMixin:
     def resize_as_(self, other):
         """``sparse_resize_(other.shape, other.sparse_dim, other.dense_dim)`` (torch's ``resize_as_``)."""
         return self.sparse_resize_(other.shape, other.sparse_dim, other.dense_dim)
+
+
+#: The in-place operations: run under the target's write lock (:func:`writing`).
+_WRITERS = frozenset(
+    name for name, value in vars(InPlaceMixin).items()
+    if callable(value) and name not in _NOT_PINNED and (name.startswith("__i") or not name.startswith("_"))
+)
+pin_methods(InPlaceMixin, writers=_WRITERS)
