@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -253,6 +254,47 @@ def test_torch_errors(torch):
     x = COO([[0]], [1.0], shape=(2,), fill_value=1.0, device="cpu")
     with pytest.raises(ValueError, match="fill value"):
         to_torch(x)
+
+
+# Flags a peer claims falsely: duplicates flagged unique, unsorted coordinates
+# flagged sorted. Each peer sums the duplicates in its own products and
+# densification; a container that trusted the flags would skip the summation.
+FALSE_CLAIMS = {
+    "duplicates": (np.array([[0, 2, 0], [1, 0, 1]]), np.array([1.0, 5.0, 1.0]), (3, 2)),
+    "unsorted": (np.array([[2, 0], [0, 1]]), np.array([5.0, 1.0]), (3, 2)),
+    "unsorted duplicates": (np.array([[2, 0, 2, 1], [1, 1, 1, 0]]), np.array([3.0, 4.0, 4.0, 2.0]), (3, 2)),
+}
+
+
+def assert_like_peer(x, dense, product) -> None:
+    """``x`` has honest flags, ``dense`` as its dense form and ``product`` as ``x @ ones``."""
+    check_invariants(x)  # flags honest
+    assert_dense_equal(x.todense(), dense)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", gpusparse.GpuSparseEfficiencyWarning)  # an unsorted COO product
+        assert_dense_equal(x @ np.ones(x.shape[1], dtype=x.dtype), product)
+    assert_dense_equal(x.coalesce().todense(), dense)
+
+
+@pytest.mark.parametrize("case", list(FALSE_CLAIMS))
+def test_torch_false_coalesced_claim_is_not_trusted(torch, case):
+    coords, data, shape = FALSE_CLAIMS[case]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch warns that it takes is_coalesced on trust
+        t = torch.sparse_coo_tensor(torch.from_numpy(coords), torch.from_numpy(data), shape, is_coalesced=True)
+    assert t.is_coalesced()
+    x = from_torch(t)
+    assert not x.is_coalesced()
+    ones = torch.ones(shape[1], 1, dtype=torch.float64)
+    assert_like_peer(x, t.to_dense().numpy(), (t @ ones).numpy().ravel())
+    assert_dense_equal(to_torch(x).to_dense().numpy(), t.to_dense().numpy())
+
+
+def test_torch_true_coalesced_claim_is_kept(torch, rng):
+    t = torch.from_numpy(rng.random((5, 4)) * (rng.random((5, 4)) < 0.5)).to_sparse()
+    x = from_torch(t)
+    assert x.is_coalesced() and at(x.coords, t._indices().data_ptr())
+    assert_sparse_equal(x, t.to_dense().numpy())
 
 
 # --------------------------------------------------------------------------
@@ -499,6 +541,17 @@ def test_pydata_copy_true_shares_nothing(sparse, rng):
     assert_dense_equal(back.todense(), dense)
 
 
+@pytest.mark.parametrize("case", list(FALSE_CLAIMS))
+def test_pydata_false_canonical_claim_is_not_trusted(sparse, case):
+    coords, data, shape = FALSE_CLAIMS[case]
+    s = sparse.COO(coords, data, shape=shape, has_duplicates=False, sorted=True)  # taken on trust
+    peer = sparse.COO(coords, data, shape=shape)  # pydata's own reading: sorted, duplicates summed
+    x = from_pydata(s)
+    assert not x.is_coalesced()
+    assert_like_peer(x, peer.todense(), s @ np.ones(shape[1]))
+    assert_dense_equal(to_pydata(x).todense(), peer.todense())
+
+
 # --------------------------------------------------------------------------
 # JAX
 # --------------------------------------------------------------------------
@@ -604,6 +657,33 @@ def test_jax_errors(jsparse):
         from_jax(jsparse.CSR.fromdense(jnp.eye(2)))
     with pytest.raises(TypeError, match="jax.experimental.sparse"):
         from_jax(jnp.eye(2))
+
+
+@pytest.mark.parametrize("case", list(FALSE_CLAIMS))
+@pytest.mark.parametrize("claims", [(True, True), (True, False), (False, True)])
+def test_jax_false_order_claims_are_not_trusted(jsparse, case, claims):
+    import jax.numpy as jnp
+    coords, data, shape = FALSE_CLAIMS[case]
+    b = jsparse.BCOO((jnp.asarray(data.astype(np.float32)), jnp.asarray(coords.T.astype(np.int32))), shape=shape,
+                     indices_sorted=claims[0], unique_indices=claims[1])
+    x = from_jax(b)
+    assert not x.is_coalesced()
+    ones = jnp.ones(shape[1], dtype=jnp.float32)
+    assert_like_peer(x, np.asarray(b.todense()), np.asarray(b @ ones))
+
+
+@pytest.mark.parametrize("case", ["sorted unique", "sorted", "duplicates", "unsorted"])
+def test_verified_flags_on_every_device(device, case):
+    """The pass behind every importer's flags, on the device the data lives on."""
+    from _helpers import put
+    from gpusparse.ops.interop._common import verified_flags
+    coords = {"sorted unique": [[0, 0, 2], [0, 1, 1]], "sorted": [[0, 0, 2], [1, 1, 1]],
+              "duplicates": [[0, 2, 0], [1, 0, 1]], "unsorted": [[2, 0], [0, 1]]}[case]
+    coords = np.array(coords, dtype=np.int64)
+    keys = coords[0] * 2 + coords[1]
+    expected = (bool((np.diff(keys) >= 0).all()), bool((np.diff(keys) > 0).all()))
+    assert verified_flags(put(coords, device), (3, 2), device, sorted=True, unique=True) == expected
+    assert verified_flags(put(coords, device), (3, 2), device, sorted=False, unique=False) == (False, False)
 
 
 # --------------------------------------------------------------------------

@@ -30,6 +30,7 @@ __all__ = [
     "require_zero_fill",
     "shares",
     "stack_rows",
+    "verified_flags",
 ]
 
 _COMPONENT_NAMES = {
@@ -214,6 +215,24 @@ def order_state(coords, sparse_shape, device) -> int:
                 for a, b in canonical.key_groups(sparse_shape)]
         keys = rows[0] if len(rows) == 1 else xp.stack(rows)
         return int(to_host(k.sortedness(keys)))  # sync: which flags are honest
+
+
+def verified_flags(coords, sparse_shape, device, *, sorted: bool, unique: bool) -> tuple:
+    """``(sorted, unique)`` for coordinates a peer claims to be ``sorted`` / ``unique``, as they really are.
+
+    A peer's flags are claims, not facts: torch's ``is_coalesced()``, JAX's
+    ``indices_sorted``/``unique_indices`` and pydata's ``sorted`` /
+    ``has_duplicates`` are whatever their constructors were told, and the
+    buffers may have changed since. A container flagged coalesced skips the
+    summation of duplicates, so a false claim would silently drop values.
+    Where the peer claims anything, one pass over the coordinates
+    (:func:`order_state`, one synchronisation) decides both flags; where it
+    claims nothing, both are False at no cost.
+    """
+    if not (sorted or unique):
+        return False, False
+    state = order_state(coords, sparse_shape, device)
+    return state >= 1, state == 2
 
 
 def expand_dense_dims(x):

@@ -26,6 +26,7 @@ from gpusparse.ops.interop._common import (
     refuse,
     require_zero_fill,
     shares,
+    verified_flags,
 )
 
 __all__ = ["from_jax", "is_jax_sparse", "to_jax"]
@@ -68,8 +69,11 @@ def from_jax(b, *, copy=None):
     -------
     COO or CSR
         On the device of ``b``'s buffers (NumPy on the CPU, where shared
-        buffers are read-only, as JAX arrays are immutable). A COO keeps
-        BCOO's ``indices_sorted`` and ``unique_indices`` flags.
+        buffers are read-only, as JAX arrays are immutable). BCOO's
+        ``indices_sorted`` and ``unique_indices`` are claims its constructor
+        takes on trust: where either is True, one pass over the indices
+        (one synchronisation on CUDA) sets the COO's flags to what holds,
+        and repeated indices are summed, as JAX's ``todense`` sums them.
 
     Examples
     --------
@@ -116,17 +120,20 @@ def _from_bcoo(b, copy):
                 refuse(copy, "the BCOO holds padding entries (indices out of bounds), which are dropped")
                 keep = xp.nonzero(inside)[0]
                 indices, data = indices[keep], data[keep]
-        coords = xp.ascontiguousarray(indices.T, dtype=np.int64)
-    coords_shared = shares(coords, src_indices)
-    if coords.size and not coords_shared:
+    if indices.size and not (n_sparse == 1 and indices.dtype == np.int64):
         refuse(copy, "BCOO indices are (nse, n_sparse), the transpose of gpusparse's (n_sparse, nnz)"
                      if n_sparse > 1 else
                      f"the BCOO indices have dtype {indices.dtype.name} and gpusparse keeps int64")
+    # The transposed view goes to the validation as it is: it checks the values
+    # in their own dtype before the cast to int64.
     coords, data, shape, fill, dev = _validate.coo_components(
-        coords, data, tuple(b.shape), None, None, True
+        indices.T, data, tuple(b.shape), None, dev, True
     )
-    out = COO._from_parts(coords, data, shape, fill, dev,
-                          sorted=b.indices_sorted, unique=b.unique_indices)
+    coords_shared = shares(coords, src_indices)
+    # BCOO's flags are claims (BCOO(..., indices_sorted=True, unique_indices=True) takes them on trust).
+    sorted_, unique = verified_flags(coords, shape[:n_sparse], dev, sorted=b.indices_sorted,
+                                     unique=b.unique_indices)
+    out = COO._from_parts(coords, data, shape, fill, dev, sorted=sorted_, unique=unique)
     return finish_import(out, (src_indices if coords_shared else None, src_data), copy, "JAX")
 
 

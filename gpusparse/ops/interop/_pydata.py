@@ -20,6 +20,7 @@ from gpusparse.ops.interop._common import (
     refuse,
     require_host,
     shares,
+    verified_flags,
 )
 
 __all__ = ["from_pydata", "is_pydata_sparse", "to_pydata"]
@@ -50,7 +51,9 @@ def from_pydata(s, *, copy=None):
     -------
     COO, CSR or CSC
         On the CPU, with ``s.fill_value`` as its fill value. pydata's COO
-        coordinates are always sorted and unique, so the COO is coalesced.
+        coordinates are sorted and unique unless its constructor was told
+        so falsely (``sorted=True``, ``has_duplicates=False``): one pass over
+        them sets the flags, and repeated coordinates are summed.
 
     Examples
     --------
@@ -81,7 +84,10 @@ def _from_coo(s, copy):
     coords, data, shape, fill, dev = _validate.coo_components(
         s.coords, s.data, s.shape, s.fill_value, "cpu", True
     )
-    out = COO._from_parts(coords, data, shape, fill, dev, sorted=True, unique=True)
+    # pydata keeps no flags: its COO is canonical unless COO(..., sorted=True,
+    # has_duplicates=False) was told so falsely, which it takes on trust.
+    sorted_, unique = verified_flags(coords, shape, dev, sorted=True, unique=True)
+    out = COO._from_parts(coords, data, shape, fill, dev, sorted=sorted_, unique=unique)
     return finish_import(out, (s.coords, s.data), copy, "pydata")
 
 

@@ -17,6 +17,7 @@ from gpusparse.ops.interop._common import (
     pointer,
     refuse,
     require_zero_fill,
+    verified_flags,
 )
 
 __all__ = ["from_torch", "is_torch_sparse", "to_torch"]
@@ -60,8 +61,12 @@ def from_torch(t, *, copy=None):
     -------
     COO, CSR or CSC
         On the tensor's device: CPU tensors give NumPy components, CUDA
-        tensors CuPy components on the same GPU. A COO tensor keeps its
-        ``is_coalesced()`` flag; CSR/CSC entries are made canonical
+        tensors CuPy components on the same GPU. A COO tensor's
+        ``is_coalesced()`` is a claim (``torch.sparse_coo_tensor(...,
+        is_coalesced=True)`` takes it on trust): where it is True, one pass
+        over the indices (one synchronisation on CUDA) confirms it, and
+        repeated or unsorted indices give an uncoalesced COO whose duplicates
+        are summed, as torch sums them. CSR/CSC entries are made canonical
         (sorted within each row/column, duplicates summed) if they are not.
 
     Notes
@@ -118,7 +123,8 @@ def _from_coo(t, copy):
     coords, data, shape, fill, dev = _validate.coo_components(
         src_coords, src_data, tuple(t.shape), None, None, True
     )
-    out = COO._from_parts(coords, data, shape, fill, dev, sorted=coalesced, unique=coalesced)
+    sorted_, unique = verified_flags(coords, shape[: coords.shape[0]], dev, sorted=coalesced, unique=coalesced)
+    out = COO._from_parts(coords, data, shape, fill, dev, sorted=sorted_, unique=unique)
     return finish_import(out, (src_coords, src_data), copy, "torch")
 
 
