@@ -205,3 +205,161 @@ def test_failed_write_leaves_no_file(tmp_path, monkeypatch):
         write_binsparse(tmp_path / "x.h5", gs.eye(2, device="cpu"), dataset="b")
     with h5py.File(tmp_path / "x.h5") as f:
         assert list(f) == ["a"]  # the partial group is gone
+
+
+# --------------------------------------------------------------------------
+# file modes and symbolic links: as h5py.File(path, "w")
+# --------------------------------------------------------------------------
+
+def _mode(path):
+    return os.stat(path).st_mode & 0o7777
+
+
+def _peer(path):
+    with h5py.File(path, "w") as f:
+        f["x"] = np.zeros(3)
+
+
+def _ours(path):
+    write_binsparse(path, gs.eye(3, device="cpu"))
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o027])
+def test_new_file_mode_is_h5pys(tmp_path, umask):
+    old = os.umask(umask)
+    try:
+        _peer(tmp_path / "peer.h5")
+        _ours(tmp_path / "ours.h5")
+    finally:
+        os.umask(old)
+    assert _mode(tmp_path / "ours.h5") == _mode(tmp_path / "peer.h5") == 0o666 & ~umask
+
+
+@pytest.mark.parametrize("mode", [0o640, 0o604])
+def test_overwrite_keeps_mode_and_writes_through_symlinks(tmp_path, mode):
+    seen = {}
+    for who, write in (("peer", _peer), ("ours", _ours)):
+        target = tmp_path / f"{who}.h5"
+        write(target)
+        os.chmod(target, mode)
+        link = tmp_path / f"{who}-link.h5"
+        link.symlink_to(target.name)
+        write(link)
+        seen[who] = (_mode(target), link.is_symlink(), os.readlink(link))
+    assert seen["ours"] == (mode, True, "ours.h5")
+    assert seen["peer"][:2] == seen["ours"][:2]
+    assert_sparse_equal(read_binsparse(tmp_path / "ours-link.h5"), np.eye(3))
+    assert len(os.listdir(tmp_path)) == 4
+
+
+# --------------------------------------------------------------------------
+# hostile files: every dataset checked against the descriptor before it is read
+# --------------------------------------------------------------------------
+
+def _rewrite(path, key, make):
+    """Replace dataset (or group) ``key`` of the file by what ``make(group)`` creates."""
+    with h5py.File(path, "r+") as f:
+        del f[key]
+        make(f)
+
+
+@pytest.mark.parametrize("key", ["values", "indices_0", "indices_1"])
+def test_group_where_a_dataset_belongs(good_file, key):
+    _rewrite(good_file, key, lambda f: f.create_group(key))
+    with pytest.raises(FileFormatError, match=f"{good_file}: '{key}' is a group, not a dataset"):
+        read_binsparse(good_file)
+
+
+@pytest.mark.parametrize("transpose", [5, "10", [1, "0"], {"a": 1}, [1.0, 0.0]])
+def test_malformed_transpose(tmp_path, transpose):
+    path = tmp_path / "x.h5"
+    write_binsparse(path, gs.random((3, 4), density=0.5, format="csc", device="cpu", seed=1))
+    level = {"level_desc": "dense", "rank": 1,
+             "level": {"level_desc": "sparse", "rank": 1, "level": {"level_desc": "element"}}}
+    _tamper(path, "descriptor", lambda d: d.update(format="custom", custom={"level": level, "transpose": transpose}))
+    with pytest.raises(FileFormatError, match=f"{path}: field 'custom.transpose' must be a list of ints"):
+        read_binsparse(path)
+    _tamper(path, "descriptor", lambda d: d["custom"].update(transpose=[1, 0]))
+    assert read_binsparse(path).format == "csc"
+
+
+@pytest.mark.parametrize("key, stored, declared", [
+    ("values", np.array([300, 2, 3], np.int64), "uint8"),  # would wrap to 44
+    ("values", np.array([1.5, 2, 3]), "int64"),
+    ("values", np.array([0, 1, 2], np.uint8), "bint8"),
+    ("indices_1", np.array([2, 0, 1], np.uint64), "int64"),
+    ("values", np.array([1.0, 2.0]), "float64"),
+    ("values", np.ones((3, 1)), "float64"),
+    ("indices_0", np.array([0, 1]), "int64"),
+    ("indices_0", np.array([0.0, 1.0, 2.0]), "float64"),
+])
+def test_dataset_disagreeing_with_the_descriptor(good_file, key, stored, declared):
+    _rewrite(good_file, key, lambda f: f.create_dataset(key, data=stored))
+    _tamper(good_file, "descriptor", lambda d: d["data_types"].update({key: declared}))
+    with pytest.raises(FileFormatError, match=f"{good_file}: (dataset '|field 'data_types\\.){key}"):
+        read_binsparse(good_file)
+
+
+def test_fill_flag_without_fill_value(good_file):
+    _tamper(good_file, "descriptor", lambda d: d.update(fill=True))
+    with pytest.raises(FileFormatError, match=f"{good_file}: field 'data_types' has no entry for 'fill_value'"):
+        read_binsparse(good_file)
+    _tamper(good_file, "descriptor", lambda d: d.update(fill="yes"))
+    with pytest.raises(FileFormatError, match=f"{good_file}: field 'fill' must be true or false"):
+        read_binsparse(good_file)
+
+
+@pytest.mark.parametrize("format", ["coo", "csr"])
+@pytest.mark.parametrize("bad", [2**63, 2**64 - 1, 2**32, 3])
+def test_unsigned_indices_are_checked_before_any_cast(tmp_path, format, bad):
+    dense = np.array([[0, 1.0, 0], [0, 0, 2.0]])
+    path = tmp_path / "x.h5"
+    write_binsparse(path, gs.fromdense(dense, format=format, device="cpu"))
+    key = "indices_1"
+    with h5py.File(path) as f:
+        indices = f[key][()].astype(np.uint64)
+    indices[-1] = bad
+    _rewrite(path, key, lambda f: f.create_dataset(key, data=indices))
+    _tamper(path, "descriptor", lambda d: d["data_types"].update({key: "uint64"}))
+    with pytest.raises(FileFormatError, match=str(path)):
+        read_binsparse(path)
+    indices[-1] = 2  # the same file with the index fixed reads as the oracle, and as the reference reads it
+    _rewrite(path, key, lambda f: f.create_dataset(key, data=indices))
+    assert_sparse_equal(read_binsparse(path), dense)
+    np.testing.assert_array_equal(bs_to_scipy(binsparse.load_binsparse(path)).toarray(), dense)
+
+
+_LIMITED = """
+import resource, sys, tracemalloc
+resource.setrlimit(resource.RLIMIT_AS, (3 * 2**30, 3 * 2**30))
+import gpusparse as gs
+tracemalloc.start()
+try:
+    gs.io.read_binsparse(sys.argv[1])
+    print("read")
+except gs.io.FileFormatError as exc:
+    print("FileFormatError", exc)
+except BaseException as exc:
+    print(type(exc).__name__, exc)
+print("peak", tracemalloc.get_traced_memory()[1])
+"""
+
+
+@pytest.mark.parametrize("storage", ["contiguous", "chunked", "gzip"])
+@pytest.mark.parametrize("count", [40_000_000, 2**34])
+def test_datasets_claiming_more_than_the_file_stores(tmp_path, storage, count):
+    import subprocess
+    import sys
+    path = tmp_path / "x.h5"
+    options = {"contiguous": {}, "chunked": {"chunks": (2**20,)}, "gzip": {"chunks": (2**20,), "compression": "gzip"}}
+    with h5py.File(path, "w") as f:  # declared and never written: HDF5 reads such datasets as zeros
+        for key, dtype in (("indices_0", np.int64), ("indices_1", np.int64), ("values", np.float64)):
+            f.create_dataset(key, shape=(count,), dtype=dtype, **options[storage])
+        f.attrs["binsparse"] = json.dumps({"binsparse": {
+            "version": "0.1", "format": "COO", "shape": [2**40, 2**40], "number_of_stored_values": count,
+            "data_types": {"indices_0": "int64", "indices_1": "int64", "values": "float64"}}})
+    assert os.path.getsize(path) < 2**20
+    out = subprocess.run([sys.executable, "-c", _LIMITED, str(path)], capture_output=True, text=True, timeout=120)
+    lines = out.stdout.splitlines()
+    assert lines and lines[0].startswith(f"FileFormatError {path}: dataset"), out.stdout + out.stderr
+    assert int(lines[-1].split()[1]) < 2**24  # bytes: nothing near the claim was allocated

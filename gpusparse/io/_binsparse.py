@@ -39,7 +39,16 @@ import re
 
 import numpy as np
 
-from gpusparse.io._common import FileFormatError, atomic_path, describe, engine, host, is_path, place
+from gpusparse.io._common import (
+    FileFormatError,
+    as_index_array,
+    atomic_path,
+    describe,
+    engine,
+    host,
+    is_path,
+    place,
+)
 
 __all__ = ["read_binsparse", "write_binsparse"]
 
@@ -125,28 +134,60 @@ def to_binsparse(x) -> "tuple[dict, dict]":
     return descriptor, stored
 
 
-def _decode(name, key, declared, raw, expected=None):
-    """The NumPy array of buffer ``key`` stored as ``raw`` with binsparse type ``declared``."""
+def _layout(name, key, declared):
+    """``(stored element dtype, parts per value, iso)`` of a buffer of binsparse type ``declared``."""
+    if not isinstance(declared, str):
+        raise FileFormatError(f"{name}: field 'data_types.{key}' is {declared!r}, not a binsparse type")
     iso = re.fullmatch(r"iso\[(.*)\]", declared)
     if iso:
-        one = _decode(name, key, iso.group(1), raw)
-        if one.size != 1:
-            raise FileFormatError(f"{name}: field {key!r} is iso but holds {one.size} values")
-        return np.full(expected or 0, one[0], dtype=one.dtype)
+        dtype, parts, inner_iso = _layout(name, key, iso.group(1))
+        if inner_iso:
+            raise FileFormatError(f"{name}: field 'data_types.{key}' is {declared!r}, not a binsparse type")
+        return dtype, parts, True
     cplx = re.fullmatch(r"complex\[(float32|float64)\]", declared)
     if cplx:
-        part = _decode(name, key, cplx.group(1), raw)
-        if part.size % 2:
-            raise FileFormatError(f"{name}: field {key!r} of type {declared} has an odd number of parts")
-        return np.ascontiguousarray(part).view(np.complex64 if part.dtype == np.float32 else np.complex128)
+        return np.dtype(cplx.group(1)), 2, False
     if declared not in _TYPES:
         raise FileFormatError(f"{name}: field 'data_types.{key}' is {declared!r}, not a binsparse type")
+    return _TYPES[declared], 1, False
+
+
+def _check_stored(name, key, declared, shape, dtype, length):
+    """FileFormatError unless a dataset of ``shape`` and ``dtype`` holds ``length`` values of type ``declared``.
+
+    Checked from the dataset's metadata, before a byte is read: one
+    dimension, the length the descriptor implies (``iso`` types: one value;
+    complex types: two parts per value) and a stored dtype that converts to
+    the declared type without changing a value.
+    """
+    target, parts, iso = _layout(name, key, declared)
+    want = parts * (1 if iso else length)
+    if len(shape) != 1 or shape[0] != want:
+        raise FileFormatError(f"{name}: dataset {key!r} has shape {tuple(shape)}; the descriptor implies ({want},)"
+                              f" ({'one value' if iso else f'{length} values'} of type {declared})")
+    dtype = np.dtype(dtype)
+    if target == np.bool_:
+        fits = dtype.kind in "biu" and dtype.itemsize == 1
+    else:
+        fits = dtype.kind in "biuf" and np.can_cast(dtype, target, "safe")
+    if not fits:
+        raise FileFormatError(f"{name}: dataset {key!r} stores {dtype}, which is not the declared type {declared}")
+    return target, parts, iso
+
+
+def _decode(name, key, declared, raw, expected):
+    """The NumPy array of buffer ``key`` (checked by :func:`_check_stored`) stored as ``raw``."""
+    target, parts, iso = _layout(name, key, declared)
     arr = np.asarray(raw)
-    if arr.dtype.kind not in "biuf":
-        raise FileFormatError(f"{name}: field {key!r} has dtype {arr.dtype}, declared {declared}")
-    if declared == "bint8":
-        return arr.astype(np.uint8, copy=False).view(np.bool_) if arr.dtype.itemsize == 1 else arr != 0
-    return arr.astype(_TYPES[declared], copy=False)
+    if target == np.bool_:
+        arr = arr.astype(np.uint8, copy=False).view(np.bool_) if arr.dtype.kind in "iu" else arr.astype(np.bool_)
+        if arr.view(np.uint8).max(initial=0) > 1:
+            raise FileFormatError(f"{name}: dataset {key!r} of type bint8 holds values other than 0 and 1")
+    else:
+        arr = arr.astype(target, copy=False)
+    if parts == 2:
+        arr = np.ascontiguousarray(arr).view(np.complex64 if target == np.float32 else np.complex128)
+    return np.full(expected, arr[0], dtype=arr.dtype) if iso else arr
 
 
 def _parse_levels(name, level, ndim):
@@ -177,9 +218,22 @@ def _parse_levels(name, level, ndim):
     return fmt, sparse_rank, dense_dim
 
 
-def from_binsparse(descriptor, read, name="<binsparse>", check=True):
-    """The gpusparse array (on the host) of a binsparse ``descriptor``; ``read(key)`` returns a stored array."""
+def from_binsparse(descriptor, read, name="<binsparse>", check=True, inspect=None):
+    """The gpusparse array (on the host) of a binsparse ``descriptor``.
+
+    ``read(key)`` returns a stored array; ``inspect(key)`` its
+    ``(shape, dtype)`` without reading it (default: read it). Every
+    buffer's shape and dtype is checked against the descriptor and against
+    the other buffers before any buffer is read, so a descriptor or a
+    dataset claiming more than the file holds is refused before it costs
+    memory.
+    """
     from gpusparse.containers import COO, CSC, CSR
+
+    if inspect is None:
+        def inspect(key):
+            arr = np.asarray(read(key))
+            return arr.shape, arr.dtype
 
     for key in ("version", "format", "shape", "number_of_stored_values", "data_types"):
         if key not in descriptor:
@@ -187,23 +241,30 @@ def from_binsparse(descriptor, read, name="<binsparse>", check=True):
     if not str(descriptor["version"]).startswith("0."):
         raise FileFormatError(f"{name}: field 'version' is {descriptor['version']!r}; version 0.x is read")
     shape = descriptor["shape"]
-    if not isinstance(shape, list) or not all(isinstance(s, int) and s >= 0 for s in shape):
+    if not isinstance(shape, list) or not all(type(s) is int and s >= 0 for s in shape):
         raise FileFormatError(f"{name}: field 'shape' must be a list of non-negative ints, got {shape!r}")
     nnz = descriptor["number_of_stored_values"]
-    if not isinstance(nnz, int) or nnz < 0:
+    if type(nnz) is not int or nnz < 0:
         raise FileFormatError(f"{name}: field 'number_of_stored_values' must be a non-negative int, got {nnz!r}")
     types = descriptor["data_types"]
     if not isinstance(types, dict):
         raise FileFormatError(f"{name}: field 'data_types' must be an object")
+    fill_flag = descriptor.get("fill", False)
+    if not isinstance(fill_flag, bool):
+        raise FileFormatError(f"{name}: field 'fill' must be true or false, got {fill_flag!r}")
 
-    def buffer(key, expected=None):
+    def declared(key):
         if key not in types:
             raise FileFormatError(f"{name}: field 'data_types' has no entry for {key!r}")
-        arr = _decode(name, key, types[key], read(key), expected)
-        if expected is not None and arr.size != expected:
-            raise FileFormatError(f"{name}: field {key!r} has {arr.size} values, expected {expected} "
-                                  f"(number_of_stored_values {nnz})")
-        return arr
+        return types[key]
+
+    def length(key):
+        """The number of values dataset ``key`` holds, from its metadata (iso and complex types unfolded)."""
+        stored_shape, _ = inspect(key)
+        _, parts, iso = _layout(name, key, declared(key))
+        if len(stored_shape) != 1 or iso:
+            return None
+        return stored_shape[0] // parts
 
     fmt, transpose = descriptor["format"], None
     ndim = len(shape)
@@ -218,31 +279,53 @@ def from_binsparse(descriptor, read, name="<binsparse>", check=True):
         fmt, sparse_dim, dense_dim = _parse_levels(name, custom["level"], ndim)
         transpose = custom.get("transpose")
         if transpose is not None:
-            if fmt == "csr" and list(transpose) == [1, 0, *range(2, ndim)]:
+            if not isinstance(transpose, list) or not all(type(t) is int for t in transpose):
+                raise FileFormatError(f"{name}: field 'custom.transpose' must be a list of ints, got {transpose!r}")
+            if fmt == "csr" and transpose == [1, 0, *range(2, ndim)]:
                 fmt = "csc"
-            elif list(transpose) != list(range(ndim)):
+            elif transpose != list(range(ndim)):
                 raise FileFormatError(f"{name}: field 'custom.transpose' {transpose!r} is not read for this level tree")
     else:
         raise FileFormatError(f"{name}: field 'format' is {fmt!r}; CSR, CSC, COO, COOR, CVEC and custom "
                               f"sparse levels are read")
     dense_shape = tuple(shape[sparse_dim:])
+    block = math.prod(dense_shape)
+    index_keys = ["pointers_to_1", "indices_1"] if fmt in ("csr", "csc") else [f"indices_{i}" for i in range(sparse_dim)]
+    entries = length(index_keys[-1])
+    if entries is None:
+        entries = -1  # not 1-d: _check_stored names the dataset below
+    expected = {key: entries for key in index_keys}
+    if fmt in ("csr", "csc"):
+        expected["pointers_to_1"] = shape[0 if fmt == "csr" else 1] + 1
+    if entries >= 0 and entries * block != nnz:
+        raise FileFormatError(f"{name}: field 'number_of_stored_values' is {nnz}, but dataset {index_keys[-1]!r} "
+                              f"holds {entries} entries of {block} values each")
+    expected["values"] = nnz
+    if fill_flag:
+        expected["fill_value"] = 1
+    layouts = {}
+    for key, want in expected.items():  # every dataset checked before any is read
+        type_name = declared(key)
+        stored_shape, stored_dtype = inspect(key)
+        layouts[key] = _check_stored(name, key, type_name, stored_shape, stored_dtype, want)
+        if key in index_keys and layouts[key][0].kind not in "iu":
+            raise FileFormatError(f"{name}: field 'data_types.{key}' is {types[key]!r}; indices must be integers")
+
+    def buffer(key):
+        arr = _decode(name, key, types[key], read(key), expected[key])
+        if key in index_keys:
+            try:
+                arr = as_index_array(arr)
+            except ValueError as exc:
+                raise FileFormatError(f"{name}: dataset {key!r}: {exc}") from exc
+        return arr
+
     if fmt in ("csr", "csc"):
         indptr, indices = buffer("pointers_to_1"), buffer("indices_1")
-        entries = indices.size
     else:
-        rows = [buffer(f"indices_{i}") for i in range(sparse_dim)]
-        entries = rows[0].size
-        for i, r in enumerate(rows):
-            if r.size != entries:
-                raise FileFormatError(f"{name}: field 'indices_{i}' has {r.size} values, 'indices_0' {entries}")
-    block = math.prod(dense_shape)
-    if entries * block != nnz:
-        raise FileFormatError(f"{name}: field 'number_of_stored_values' is {nnz}, but the indices hold "
-                              f"{entries} entries of {block} values each")
-    values = buffer("values", nnz).reshape((entries, *dense_shape))
-    fill = None
-    if descriptor.get("fill") is True and "fill_value" in types:
-        fill = buffer("fill_value", 1).reshape(())[()]
+        rows = [buffer(key) for key in index_keys]
+    values = buffer("values").reshape((entries, *dense_shape))
+    fill = buffer("fill_value").reshape(())[()] if fill_flag else None
     try:
         if fmt in ("csr", "csc"):
             cls = CSR if fmt == "csr" else CSC
@@ -262,6 +345,43 @@ def from_binsparse(descriptor, read, name="<binsparse>", check=True):
 # --------------------------------------------------------------------------
 # HDF5
 # --------------------------------------------------------------------------
+
+#: The most a deflate stream expands (1032:1); no dataset filter gpusparse writes expands more.
+_FILTER_RATIO = 1032
+
+
+def _check_storage(h5py, where, key, ds):
+    """FileFormatError unless dataset ``ds`` has storage for every byte its shape claims.
+
+    HDF5 lets a small file declare a dataset of any size whose storage was
+    never written (it reads as the fill value), or whose chunks expand far
+    beyond the file; reading such a dataset would allocate what the claim
+    says. The claim is checked against the storage the file has for it:
+    all of it for unfiltered data, a fraction no deflate stream can beat for
+    filtered chunks, and every chunk present.
+    """
+    if ds.dtype.itemsize == 0 or ds.dtype.kind not in "biuf":
+        return  # _check_stored refuses it before it is read
+    claimed = ds.size * ds.dtype.itemsize
+    if claimed == 0:
+        return
+    plist = ds.id.get_create_plist()
+    layout = plist.get_layout()
+    if layout not in (h5py.h5d.CONTIGUOUS, h5py.h5d.CHUNKED, h5py.h5d.COMPACT) or plist.get_external_count():
+        raise FileFormatError(f"{where}: dataset {key!r} keeps its data outside the file (a virtual or external "
+                              f"dataset), which is not read")
+    stored = ds.id.get_storage_size()
+    filtered = layout == h5py.h5d.CHUNKED and plist.get_nfilters() > 0
+    if layout == h5py.h5d.CHUNKED:
+        chunks = math.prod(-(-n // c) for n, c in zip(ds.shape, ds.chunks))
+        if ds.id.get_num_chunks() != chunks:
+            raise FileFormatError(f"{where}: dataset {key!r} has {ds.id.get_num_chunks()} of its {chunks} chunks "
+                                  f"in the file")
+    least = -(-claimed // _FILTER_RATIO) if filtered else claimed
+    if stored < least:
+        raise FileFormatError(f"{where}: dataset {key!r} claims {ds.shape} values of {ds.dtype} ({claimed} bytes), "
+                              f"but the file stores {stored} bytes of it")
+
 
 def read_binsparse(path, dataset=None, device=None, *, check=True):
     """Read a sparse array from a binsparse HDF5 file.
@@ -327,15 +447,27 @@ def read_binsparse(path, dataset=None, device=None, *, check=True):
         if not isinstance(descriptor, dict):
             raise FileFormatError(f"{where}: field {_ATTRIBUTE!r} of the descriptor must be an object")
 
-        def read(key):
+        def dataset_of(key):
             if key not in root:
                 raise FileFormatError(f"{where}: no dataset {key!r}")
+            node = root.get(key, getclass=True)
+            if node is not h5py.Dataset:
+                kind = "a group" if node is h5py.Group else f"a {getattr(node, '__name__', node)}"
+                raise FileFormatError(f"{where}: {key!r} is {kind}, not a dataset")
+            return root[key]
+
+        def inspect(key):
+            ds = dataset_of(key)
+            _check_storage(h5py, where, key, ds)
+            return ds.shape, ds.dtype
+
+        def read(key):
             try:
-                return root[key][()]
+                return dataset_of(key)[()]
             except OSError as exc:
                 raise FileFormatError(f"{where}: dataset {key!r} cannot be read: {exc}") from exc
 
-        x = from_binsparse(descriptor, read, where, check)
+        x = from_binsparse(descriptor, read, where, check, inspect)
     finally:
         if f is not None:
             f.close()
