@@ -8,6 +8,8 @@ components.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -63,6 +65,81 @@ def test_read_only_views_share_memory_and_leave_the_callers_array_writable():
     assert np.shares_memory(x.coords, coords)
     assert coords.flags.writeable  # the caller's own array is not touched
     np.testing.assert_array_equal(x.todense(), [[0, 0, 1, 0], [0, 0, 0, 2], [0] * 4, [0] * 4])
+
+
+# --------------------------------------------------------------------------
+# exports: read-only where they share memory with the array, writable copies
+# --------------------------------------------------------------------------
+
+def _scipy_csr_with_a_stored_zero():
+    return gs.CSR([0, 2, 3], [2, 0, 1], [1.0, 0.0, 3.0], shape=(2, 3), device="cpu")
+
+
+def test_scipy_copy_is_writable_and_scipy_methods_work_on_it():
+    sp = pytest.importorskip("scipy.sparse")
+    x = _scipy_csr_with_a_stored_zero()
+    before = x.todense()
+    for fmt in ("csr", "csc", "coo"):
+        y = x.asformat(fmt)
+        m = gs.to_scipy(y, copy=True)
+        peer = sp.csr_array(before).asformat(fmt)  # SciPy's own array of the same values
+        for mine in (m, peer):
+            mine.data *= 2
+            mine.eliminate_zeros()
+            mine.sum_duplicates()
+            if fmt != "coo":
+                mine.sort_indices()
+        if fmt != "coo":  # (SciPy's COO has no item assignment)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", sp.SparseEfficiencyWarning)  # a new stored element
+                m[1, 2] = peer[1, 2] = 7.0
+        np.testing.assert_array_equal(m.toarray(), peer.toarray())
+        np.testing.assert_array_equal(y.todense(), before)  # the copy is the peer's alone
+
+
+def test_scipy_shared_export_is_read_only():
+    pytest.importorskip("scipy.sparse")
+    x = _scipy_csr_with_a_stored_zero()
+    m = gs.to_scipy(x)
+    assert np.shares_memory(m.data, x.data)
+    assert not any(a.flags.writeable for a in (m.indptr, m.indices, m.data))
+    with pytest.raises(ValueError, match="read-only"):
+        m.data *= 2
+    np.testing.assert_array_equal(x.todense(), [[0.0, 0.0, 1.0], [0.0, 3.0, 0.0]])
+
+
+def test_pydata_copy_is_writable_and_shared_export_is_read_only():
+    sparse = pytest.importorskip("sparse")
+    x = gs.COO([[0, 1, 1], [2, 0, 2]], [1.0, 2.0, 3.0], shape=(2, 3), device="cpu").coalesce()
+    s = gs.to_pydata(x, copy=True)
+    assert all(a.flags.writeable for a in (s.coords, s.data))
+    s.data *= 2
+    np.testing.assert_array_equal(s.todense(), 2 * x.todense())
+    np.testing.assert_array_equal(x.todense(), [[0.0, 0.0, 1.0], [2.0, 0.0, 3.0]])
+    shared = gs.to_pydata(x)
+    assert np.shares_memory(shared.data, x.data) and not shared.data.flags.writeable
+    # A coalesced copy (an uncoalesced COO) is new memory: writable even with copy=None.
+    fresh = gs.to_pydata(gs.COO([[1, 0, 1]], [1.0, 2.0, 3.0], shape=(3,), device="cpu"))
+    assert fresh.data.flags.writeable and isinstance(fresh, sparse.COO)
+
+
+def test_dlpack_of_an_accessor_carries_the_read_only_flag():
+    x = _scipy_csr_with_a_stored_zero()
+    assert not np.from_dlpack(x.data).flags.writeable  # DLPack 1.0 signals it; NumPy honours it
+
+
+def test_torch_views_of_accessors_share_memory_and_check_is_the_remedy():
+    # torch ignores DLPack's read-only flag (and has no read-only tensors): the
+    # documented contract is that such views share memory, and check() finds
+    # what a write through them broke.
+    torch = pytest.importorskip("torch")
+    x = gs.COO([[0, 1], [1, 2]], [1.0, 2.0], shape=(2, 3), device="cpu")
+    coords = torch.from_dlpack(x.coords)
+    assert coords.data_ptr() == x.coords.ctypes.data
+    x.check()
+    coords[1, 0] = 9
+    with pytest.raises(ValueError, match="coords out of bounds"):
+        x.check()
 
 
 # --------------------------------------------------------------------------

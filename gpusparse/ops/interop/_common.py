@@ -21,8 +21,10 @@ from gpusparse._device import cuda_module, device_scope, is_cupy_array, kernels_
 __all__ = [
     "check_copy",
     "expand_dense_dims",
+    "export_components",
     "finish_import",
     "loaded",
+    "own_components",
     "order_state",
     "pointer",
     "refuse",
@@ -145,6 +147,29 @@ def require_valid(x, peer: str) -> None:
         x.check()
     except ValueError as exc:
         raise ValueError(f"x cannot be handed to {peer}: {exc}") from None
+
+
+def own_components(x) -> tuple:
+    """The component arrays ``x`` holds, in constructor order (not the read-only views of the accessors)."""
+    if x.format == "coo":
+        return (x._coords, x._data)
+    return (x._indptr, x._indices, x._data)
+
+
+def export_components(x, original) -> tuple:
+    """``x``'s components as a peer receives them: read-only exactly where they share memory with ``original``.
+
+    ``original`` holds the component arrays of the array the user exported.
+    A component that shares memory with one of them is handed out as a
+    read-only view on the CPU (as the accessors hand it out: a write through
+    the peer would change that array behind its validation and flags); one
+    that is new -- a ``copy=True`` copy, a coalesced or expanded component
+    -- belongs to the peer alone and stays writable, so that the peer's own
+    in-place methods (SciPy's ``sort_indices``, ``m.data *= 2``) work on it.
+    CuPy has no read-only arrays.
+    """
+    from gpusparse.containers._base import read_only
+    return tuple(read_only(a) if any(shares(a, o) for o in original) else a for a in own_components(x))
 
 
 def require_zero_fill(x, peer: str) -> None:

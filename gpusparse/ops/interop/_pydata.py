@@ -14,8 +14,10 @@ from gpusparse.ops.interop._common import (
     require_valid,
     check_copy,
     expand_dense_dims,
+    export_components,
     finish_import,
     loaded,
+    own_components,
     pointer,
     refuse,
     require_host,
@@ -110,6 +112,8 @@ def to_pydata(x, *, copy=None):
     copy : bool, optional
         ``None`` (default) shares what the layouts allow, ``True`` always
         copies, ``False`` raises ``ValueError`` where a copy is unavoidable.
+        Shared components are read-only views (as ``x``'s accessors are);
+        copied ones are writable and belong to the result alone.
 
     Returns
     -------
@@ -139,11 +143,10 @@ def to_pydata(x, *, copy=None):
     """
     import sparse
 
-    from gpusparse.ops import convert
     copy = check_copy(copy)
     require_host(x, "pydata sparse")
     require_valid(x, "pydata sparse")
-    original = convert.components(x)
+    original = own_components(x)
     if x.dense_dim:
         refuse(copy, "pydata has no dense dimensions, so they become sparse ones")
         x = expand_dense_dims(x.tocoo())
@@ -153,16 +156,19 @@ def to_pydata(x, *, copy=None):
         x = x.coalesce()
     if copy:
         x = _copy_shared(x, original)
+    arrays = export_components(x, original)  # read-only where shared with the caller's x
     fill = x.fill_value
     if x.format == "coo":
-        out = sparse.COO(x.coords, x.data, shape=x.shape, has_duplicates=False, sorted=True,
+        coords, data = arrays
+        out = sparse.COO(coords, data, shape=x.shape, has_duplicates=False, sorted=True,
                          fill_value=fill)
-        shared = ((x.coords, out.coords), (x.data, out.data))
+        shared = ((coords, out.coords), (data, out.data))
     else:
+        indptr, indices, data = arrays
         axes = (0,) if x.format == "csr" else (1,)
-        out = sparse.GCXS((x.data, x.indices, x.indptr), shape=x.shape, compressed_axes=axes,
+        out = sparse.GCXS((data, indices, indptr), shape=x.shape, compressed_axes=axes,
                           fill_value=fill)
-        shared = ((x.indptr, out.indptr), (x.indices, out.indices), (x.data, out.data))
+        shared = ((indptr, out.indptr), (indices, out.indices), (data, out.data))
     for ours, theirs in shared:
         if ours.size and pointer(ours) != pointer(np.asarray(theirs)):
             refuse(copy, f"pydata copied a component of dtype {ours.dtype.name}")
@@ -173,5 +179,5 @@ def _copy_shared(x, original):
     """``x`` with every component that shares memory with one of ``original`` copied."""
     from gpusparse.ops import convert
     arrays = tuple(a.copy() if any(shares(a, o) for o in original) else a
-                   for a in convert.components(x))
+                   for a in own_components(x))
     return convert.rebuild(x, arrays)

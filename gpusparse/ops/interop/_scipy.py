@@ -16,7 +16,9 @@ from gpusparse.ops.interop._common import (
     require_valid,
     check_copy,
     from_scipy_layout,
+    export_components,
     loaded,
+    own_components,
     pointer,
     refuse,
     require_host,
@@ -90,8 +92,10 @@ def to_scipy(x, *, copy=None, kind="array"):
         dimensions, which SciPy does not have.
     copy : bool, optional
         ``None`` (default) and ``False`` share every component -- a COO's
-        coordinate rows too -- so the result and ``x`` see each other's
-        writes; ``True`` copies them.
+        coordinate rows too: SciPy's arrays are then read-only views (as
+        ``x``'s accessors are), so SciPy's in-place methods refuse to change
+        ``x`` behind its validation. ``True`` copies them into writable
+        arrays that belong to the result alone.
     kind : {"array", "matrix"}
         ``coo_array``/``csr_array``/``csc_array`` or the ``*_matrix``
         classes (2-D only).
@@ -134,26 +138,28 @@ def to_scipy(x, *, copy=None, kind="array"):
         raise ValueError(f"kind='matrix' needs a 2-d array, x has shape {x.shape}")
     if x.ndim == 0:
         raise ValueError("SciPy has no 0-d sparse arrays")
+    original = own_components(x)
     if copy:
         x = convert.copy(x)
+    arrays = export_components(x, original)  # read-only where shared with x, writable copies
     cls = getattr(sp, f"{x.format}_{kind}")
     m = cls(x.shape, dtype=x.dtype)  # empty; the components are set below without any cast
     if x.format == "coo":
-        rows = tuple(x.coords)
+        rows = tuple(arrays[0])
         if isinstance(getattr(type(m), "row", None), property):
             m.coords = rows
             canonical = x.is_coalesced()  # SciPy's canonical COO order is row-major (C order)
         else:  # SciPy before 1.13: row and col are plain attributes, canonical order column-major
             m.row, m.col = rows
             canonical = False
-        m.data = x.data
+        m.data = arrays[1]
         m.has_canonical_format = canonical
-        shared = ((x.coords, _coords_of(m)[0]), (x.data, m.data))
+        shared = ((arrays[0], _coords_of(m)[0]), (arrays[1], m.data))
     else:
-        m.indptr, m.indices, m.data = x.indptr, x.indices, x.data
+        m.indptr, m.indices, m.data = arrays
         m.has_canonical_format = True
         m.check_format(full_check=False)
-        shared = ((x.indptr, m.indptr), (x.indices, m.indices), (x.data, m.data))
+        shared = tuple(zip(arrays, (m.indptr, m.indices, m.data)))
     for ours, theirs in shared:  # SciPy may have replaced an array while checking it
         if ours.size and pointer(ours) != pointer(theirs):
             refuse(copy, f"SciPy replaced a component of dtype {ours.dtype.name}")
