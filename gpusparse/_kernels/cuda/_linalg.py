@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpusparse import _memory
+from gpusparse._device import Device
 from gpusparse._errors import warn_efficiency
 from gpusparse._kernels.cuda import _cusparse
 from gpusparse._kernels.cuda._backend import cupy, get_function
@@ -252,6 +254,9 @@ def _spgemm_esc(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape)
     total = int(ptr[-1])  # the number of product terms (spgemm may synchronise)
     if total == 0:
         return _empty_product(m, a_data.dtype)
+    # every term: sources, keys, the sort's keys and permutation, segment ids (int64), two values
+    _memory.require(total * (8 * 8 + 2 * a_data.dtype.itemsize), Device("cuda", cupy.cuda.runtime.getDevice()),
+                    f"the product terms ({total:.3g}) of a ({m}, {k_dim}) by ({k_dim}, {n}) product")
     src_a = k.expand(ptr, total)
     src_b = cupy.take(starts, src_a) + (cupy.arange(total, dtype=_I64) - cupy.take(ptr, src_a))
     keys = cupy.take(a_rows, src_a) * n + cupy.take(b_indices, src_b).astype(_I64)
