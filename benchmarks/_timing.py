@@ -35,6 +35,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import math
+import os
 import statistics
 import time
 
@@ -43,6 +44,9 @@ __all__ = ["Timing", "call_once", "copy_bandwidth", "free_memory", "synchronize"
 
 MIN_REPEATS = 3
 MAX_REPEATS = 10_000
+#: ``GPUSPARSE_BENCH_MIN_REPEATS``: a cap on the least number of timed repeats (and rounds), for
+#: smoke runs where a call takes long and its time means nothing (the emulated CUDA device)
+REPEATS_CAP = int(os.environ.get("GPUSPARSE_BENCH_MIN_REPEATS", "0") or 0)
 
 
 @dataclasses.dataclass
@@ -159,6 +163,8 @@ def time_call(fn, device: str = "cpu", *, target_s: float = 1.5,
     _, estimate = clock(fn)
     if min_repeats is None:
         min_repeats = MIN_REPEATS if estimate > 0.5 else 5
+    if REPEATS_CAP:
+        min_repeats = min(min_repeats, REPEATS_CAP)
     repeats = int(min(max(math.ceil(target_s / max(estimate, 1e-9)), min_repeats), max_repeats))
     times = []
     enabled = gc.isenabled()
@@ -222,6 +228,8 @@ def time_interleaved(fns: dict, device: str = "cpu", *, target_s: float = 1.5,
     (['a', 'b'], True)
     """
     clock = _Clock(device)
+    if REPEATS_CAP:
+        min_rounds = min(min_rounds, REPEATS_CAP)
     names = list(fns)
     if not names:
         return {}

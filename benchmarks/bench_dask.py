@@ -24,7 +24,9 @@ distribution, not Numba's threads. Rows carry ``workers``, entries per
 second, ``speedup`` (peer time / gpusparse time) and, on two-worker rows,
 ``scaling`` (the one-worker median over the two-worker median).
 
-CPU only: a GPU cluster needs dask_cuda (see ``tests/dask``).
+With ``--device cuda`` every row is skipped with its reason: a GPU cluster
+needs dask_cuda (see ``tests/dask``), and where it is installed the GPU
+cases are still to be written.
 
 Examples
 --------
@@ -45,7 +47,6 @@ from benchmarks._report import Skip, need
 __all__ = ["run", "summarize"]
 
 NAME = "dask"
-DEVICES = ("cpu",)
 IMPLS = ("gpusparse", "sparse", "scipy")
 WORKERS = (1, 2)
 BLOCKS = 4
@@ -170,7 +171,20 @@ def _cluster(workers):
     return cluster, client
 
 
+def _skipped(reason):
+    for case, workers, impl in itertools.product(("spmv", "coalesce_sum"), (1,), IMPLS):
+        yield {"bench": NAME, "case": f"{case}-{workers}w", "impl": impl, "status": "skipped", "error": reason}
+
+
 def run(ctx):
+    if ctx.is_cuda:
+        try:
+            need("dask_cuda")
+        except Skip as exc:
+            yield from _skipped(f"Dask on the GPU: {exc}")
+            return
+        yield from _skipped("Dask on the GPU: dask_cuda is installed, but the GPU cases are not written yet")
+        return
     need("dask", "dask")
     size = ctx.size or SIZES[ctx.quick]
     rng = np.random.default_rng(SEED)

@@ -58,42 +58,47 @@ SIZES = {(False, False): 2**22, (False, True): 2**14, (True, False): 2**26, (Tru
 SEED = 20240602
 
 
+@functools.lru_cache(maxsize=1)
+def _operands(shape, k):
+    """``(keys, owner, a, b, (values_a, values_b))``: two operands of ``k`` entries, half of them shared.
+
+    Sorted unique linear keys by construction (random gaps, no ``unique()``
+    of a large draw, so a few seconds at most at any size); ``owner`` says
+    whose each key is: 0 only a's, 1 both, 2 only b's. The cases of one
+    shape (every op and state) share them.
+    """
+    rng = np.random.default_rng([SEED, len(shape), k])
+    size = math.prod(shape)
+    half, rest = k // 2, k - k // 2
+    m = k + rest
+    gap = max(1, size // (m + 4 * math.isqrt(m) + 1))  # mean gap; the last key stays below size
+    keys = np.cumsum(rng.integers(1, 2 * gap, m, dtype=np.int64, endpoint=gap == 1)) - 1
+    owner = rng.permutation(np.repeat(np.array([0, 1, 2], dtype=np.int8), [rest, half, rest]))
+    a, b = keys[owner != 2], keys[owner != 0]
+    return keys, owner, a, b, (rng.random(a.size) + 0.5, rng.random(b.size) + 0.5)
+
+
 class _Case:
     """Two operands as components on the device, and the oracle on the host."""
 
     def __init__(self, shape_label, shape, op, state, k, xp):
         self.shape_label, self.shape, self.op, self.state = shape_label, shape, op, state
-        rng = np.random.default_rng([SEED, len(shape), k])
-        size = math.prod(shape)
-        a = np.unique(rng.integers(0, size, k + k // 16, dtype=np.int64))[:k]
-        shared = rng.choice(a, k // 2, replace=False)
-        extra = np.setdiff1d(np.unique(rng.integers(0, size, k, dtype=np.int64)), a)[: k - k // 2]
-        b = np.union1d(shared, extra)
+        keys, owner, a, b, self.values = _operands(shape, k)
         self.keys = (a, b)
-        self.values = (rng.random(a.size) + 0.5, rng.random(b.size) + 0.5)
-        ufunc = np.add if op == "add" else np.multiply
+        m = keys.size
+        va, vb = np.zeros(m), np.zeros(m)
+        va[owner != 2], vb[owner != 0] = self.values
         if op == "add":
-            ref = np.union1d(a, b)
-            va = np.zeros(ref.size)
-            vb = np.zeros(ref.size)
+            self.ref_keys, self.ref_values = keys, va + vb
         else:
-            ref = np.intersect1d(a, b)
-            va = np.empty(ref.size)
-            vb = np.empty(ref.size)
-        va[:] = self._pick(ref, a, self.values[0])
-        vb[:] = self._pick(ref, b, self.values[1])
-        self.ref_keys, self.ref_values = ref, ufunc(va, vb)
+            both = owner == 1
+            self.ref_keys, self.ref_values = keys[both], va[both] * vb[both]
+        rng = np.random.default_rng([SEED, len(shape), k, 1])
         order = [rng.permutation(a.size), rng.permutation(b.size)] if state == "shuffled" else \
             [np.arange(a.size), np.arange(b.size)]
         self.coords = tuple(xp.asarray(np.ascontiguousarray(delinearize(kk[o], shape, np)))
                             for kk, o in zip(self.keys, order))
         self.data = tuple(xp.asarray(v[o]) for v, o in zip(self.values, order))
-
-    @staticmethod
-    def _pick(ref, keys, values):
-        pos = np.searchsorted(keys, ref)
-        pos = np.minimum(pos, keys.size - 1)
-        return np.where(keys[pos] == ref, values[pos], 0.0)
 
     @property
     def name(self):

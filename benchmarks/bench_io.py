@@ -25,9 +25,12 @@ Cases and implementations (each times the user-level call):
 
 Every read is checked (number of entries, shape) before it is timed, and the
 implementations of one case are timed in alternating rounds. Rows carry
-entries/s and ``speedup`` (peer time / gpusparse time). The GPU device is
-not used: files are read into host memory (``--device cuda`` adds the copy
-of the components, see ``gs.io.mmread(device=...)``).
+entries/s and ``speedup`` (peer time / gpusparse time). With ``--device
+cuda`` only the reads run, onto the device: ``mm-read`` and ``npz-read``
+(``-raw``) with ``device=`` (the file parsed on the host, the components
+copied to the GPU), against SciPy's read followed by a cupyx matrix of the
+result (skipped without cupyx) and fast_matrix_market's triplet copied with
+CuPy.
 
 Examples
 --------
@@ -43,12 +46,11 @@ import tempfile
 
 import numpy as np
 
-from benchmarks._report import Skip, by_case, ms, need, progress, run_case, table
+from benchmarks._report import by_case, ms, need, progress, run_case, table
 
 __all__ = ["run", "summarize"]
 
 NAME = "io"
-DEVICES = ("cpu",)
 SIDE = 2**20
 
 
@@ -59,18 +61,28 @@ def _matrix(k: int):
     return gs.COO(coords, rng.random(k), shape=(SIDE, SIDE), device="cpu", check=False)
 
 
-def _mm_read(path):
+def _mm_read(path, device=None):
     def gpusparse(case, ctx):
         import gpusparse as gs
-        return (lambda: gs.io.mmread(path)), None
+        return (lambda: gs.io.mmread(path, device=device)), None
 
     def scipy(case, ctx):
         sio = need("scipy.io", "scipy")
-        return (lambda: sio.mmread(path)), None
+        if device is None:
+            return (lambda: sio.mmread(path)), None
+        csp = need("cupyx.scipy.sparse", "cupyx")
+        return (lambda: csp.coo_matrix(sio.mmread(path))), None
 
     def fmm(case, ctx):
         f = need("fast_matrix_market")
-        return (lambda: f.read_coo(path)), (lambda out: out[0][0])
+        if device is None:
+            return (lambda: f.read_coo(path)), (lambda out: out[0][0])
+        cupy = need("cupy")
+
+        def read():
+            (data, (rows, cols)), _ = f.read_coo(path)
+            return [cupy.asarray(a) for a in (data, rows, cols)]
+        return read, (lambda out: out[0])
 
     return [("gpusparse", gpusparse, "ours"), ("scipy", scipy, "peer"), ("fmm", fmm, "reference")]
 
@@ -99,18 +111,21 @@ def _mm_write(path, x):
             ("scipy", scipy, "peer"), ("fmm", fmm, "reference")]
 
 
-def _npz(path, x, compressed, read):
+def _npz(path, x, compressed, read, device=None):
     def gpusparse(case, ctx):
         import gpusparse as gs
         if read:
-            return (lambda: gs.load_npz(path)), None
+            return (lambda: gs.load_npz(path, device=device)), None
         return (lambda: gs.save_npz(path, x, compressed=compressed)), (lambda out: path)
 
     def scipy(case, ctx):
         import gpusparse as gs
         sp = need("scipy.sparse", "scipy")
         if read:
-            return (lambda: sp.load_npz(path)), None
+            if device is None:
+                return (lambda: sp.load_npz(path)), None
+            csp = need("cupyx.scipy.sparse", "cupyx")
+            return (lambda: csp.csr_matrix(sp.load_npz(path))), None
         m = gs.to_scipy(x)
         return (lambda: sp.save_npz(path, m, compressed=compressed)), (lambda out: path)
 
@@ -135,20 +150,22 @@ def _rates(k):
 def run(ctx):
     """Yield one row per (case, implementation)."""
     import gpusparse as gs
-
-    if ctx.is_cuda:
-        raise Skip("file I/O runs on the host")
     k = ctx.size or (2**12 if ctx.quick else 2**24)
     x = _matrix(k)
     csr = x.tocsr()
+    device = ctx.device if ctx.is_cuda else None
     with tempfile.TemporaryDirectory() as d:
         mtx, out, npz = os.path.join(d, "r.mtx"), os.path.join(d, "w.mtx"), os.path.join(d, "r.npz")
         gs.io.mmwrite(mtx, x, symmetry="general")
-        ctx.log(f"io: {k} entries, Matrix Market file of {os.path.getsize(mtx) / 2**20:.1f} MiB")
-        cases = [("mm-read", _mm_read(mtx)), ("mm-write", _mm_write(out, x))]
+        ctx.log(f"io: {k} entries, Matrix Market file of {os.path.getsize(mtx) / 2**20:.1f} MiB"
+                + (f", read onto {ctx.device}" if device else ""))
+        cases = [("mm-read", _mm_read(mtx, device))]
+        if device is None:
+            cases.append(("mm-write", _mm_write(out, x)))
         for compressed, suffix in ((True, ""), (False, "-raw")):
-            cases += [(f"npz-read{suffix}", _npz(npz, csr, compressed, True)),
-                      (f"npz-write{suffix}", _npz(os.path.join(d, "w.npz"), csr, compressed, False))]
+            cases.append((f"npz-read{suffix}", _npz(npz, csr, compressed, True, device)))
+            if device is None:
+                cases.append((f"npz-write{suffix}", _npz(os.path.join(d, "w.npz"), csr, compressed, False)))
         for name, impls in cases:
             if name.startswith("npz-read"):  # the file this case reads
                 gs.save_npz(npz, csr, compressed=not name.endswith("-raw"))

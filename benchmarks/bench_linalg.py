@@ -128,14 +128,16 @@ def _rmat(n, rng, edge_factor=16):
     n = 2**scale
     m = edge_factor * n
     a, b, c = 0.57, 0.19, 0.19
-    ab, c_norm, a_norm = a + b, c / (1 - (a + b)), a / (a + b)
+    # One float32 draw per edge and bit picks the quadrant: [0, a) top left, [a, a+b) top right,
+    # [a+b, a+b+c) bottom left, the rest bottom right.
     ii = np.zeros(m, dtype=np.int64)
     jj = np.zeros(m, dtype=np.int64)
     for bit in range(scale):
-        ii_bit = rng.random(m) > ab
-        jj_bit = rng.random(m) > np.where(ii_bit, c_norm, a_norm)
-        ii += ii_bit.astype(np.int64) << bit
-        jj += jj_bit.astype(np.int64) << bit
+        q = rng.random(m, dtype=np.float32)
+        ii_bit = q >= a + b
+        jj_bit = ((q >= a) & ~ii_bit) | (q >= a + b + c)
+        ii |= ii_bit.astype(np.int64) << bit
+        jj |= jj_bit.astype(np.int64) << bit
     perm = rng.permutation(n)
     return _from_coo(perm[ii], perm[jj], n, rng)
 
@@ -280,6 +282,7 @@ def _spmm_impls(ctx):
     def jax_impl(op, x):
         jax = need("jax")
         jsparse = need("jax.experimental.sparse", "jax")
+        jax.config.update("jax_enable_x64", True)  # float64 as the others; JAX computes in float32 otherwise
         if not any(d.platform == "gpu" for d in jax.devices()):
             raise Skip("jax sees no GPU")
         a = jsparse.BCOO.from_scipy_sparse(op.host)

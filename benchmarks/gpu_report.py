@@ -120,27 +120,41 @@ STAGES = ("tests", "sanitizer", "bench-cuda", "bench-cpu")
 DEFAULT_STAGES = ("tests", "bench-cuda")
 DEFAULT_BUDGET = 540
 #: (most seconds a stage may take, least it is guaranteed when earlier stages overrun)
-LIMITS = {"tests": (300, 120), "sanitizer": (300, 60), "bench-cuda": (540, 90), "bench-cpu": (120, 45)}
+LIMITS = {"tests": (250, 90), "sanitizer": (300, 60), "bench-cuda": (540, 150), "bench-cpu": (120, 45)}
 #: seconds a stage is given after SIGINT at its timeout (5 where not listed), then SIGTERM and
 #: SIGKILL get STOP_S together; stage timeouts leave this time within the budget
-INTERRUPT_S = {"tests": 20, "sanitizer": 20}
+INTERRUPT_S = {"tests": 15, "sanitizer": 15}
 STOP_S = 10
-#: bench-cuda modules, most important first: (module, --size in the report, least seconds it is promised)
+#: seconds from a benchmark module's time limit to its end: SIGINT, then 1 s each for SIGTERM and SIGKILL
+BENCH_STOP_S = 3
+#: bench-cuda modules, most important first: (module, --size in the report, share in seconds of
+#: NOMINAL_BENCH_S). The sizes keep each module's host-side set-up to a few seconds (its inputs are
+#: built on the device or by construction) and its cases within its share.
 BENCH_CUDA_PLAN = (
-    ("linalg", 2**21, 60),
-    ("coalesce", 2**24, 20),
-    ("elementwise", 2**24, 15),
-    ("reductions", 2**24, 15),
-    ("indexing", 2**24, 12),
-    ("manipulation", 2**24, 12),
-    ("autograd", None, 15),
+    ("linalg", 2**19, 60),
+    ("coalesce", 2**24, 22),
+    ("elementwise", 2**22, 26),
+    ("reductions", 2**22, 22),
+    ("indexing", 2**22, 18),
+    ("manipulation", 2**22, 16),
+    ("autograd", 2**17, 22),
+    ("io", 2**21, 14),
+    ("dask", 2**20, 14),
 )
-TEST_TIMEOUT_S = 120
+NOMINAL_BENCH_S = 250
+#: seconds a module needs besides its cases: the process, the imports, stopping it
+MODULE_OVERHEAD_S = 6
+#: --emulate: the CUDA path on the CPU harness (GPUSPARSE_CUDA_EMULATION=1), tiny sizes, a small
+#: test selection; it must finish within EMULATE_BUDGET on two cores
+EMULATE_BUDGET = 170
+EMULATE_TESTS = ("tests/kernels/test_sort.py",)
+EMULATE_SIZE = 256
+TEST_TIMEOUT_S = 60
 MAX_WORKERS = 16
 MAX_WORKER_RESTART = 200
-MAX_OUT_FILES = 8
+MAX_OUT_FILES = 12
 MAX_FAILURES = 300
-TICK_S = 60
+TICK_S = 15
 TAIL_CHARS = 6000
 LOG_KEEP_CHARS = 2_000_000
 _LOGS = None  # this run's temporary log folder, hidden from the report
@@ -155,7 +169,7 @@ def say(message: str) -> None:
 # --------------------------------------------------------------------------
 
 def run_stage(name: str, cmd: list[str], timeout: float, log_path: str, env=None, *,
-              interrupt_s: float = 5, tick=None, label: str | None = None) -> dict:
+              interrupt_s: float = 5, tick=None, label: str | None = None, stop_s: float | None = None) -> dict:
     """Run ``cmd`` in its own process group with a timeout, echoing its output.
 
     At the timeout the group gets SIGINT, and ``interrupt_s`` seconds later
@@ -202,7 +216,7 @@ def run_stage(name: str, cmd: list[str], timeout: float, log_path: str, env=None
                 if time.monotonic() >= deadline:
                     result["timed_out"] = True
                     say(f"{label}: timed out after {timeout:.0f} s; stopping it")
-                    _stop(proc, interrupt_s)
+                    _stop(proc, interrupt_s, STOP_S if stop_s is None else stop_s)
                     break
                 if tick is not None:
                     tick()
@@ -214,9 +228,9 @@ def run_stage(name: str, cmd: list[str], timeout: float, log_path: str, env=None
     return result
 
 
-def _stop(proc, interrupt_s: float) -> None:
+def _stop(proc, interrupt_s: float, stop_s: float = STOP_S) -> None:
     """SIGINT the stage's process group (pytest then writes its summary), then SIGTERM, then SIGKILL."""
-    steps = ((signal.SIGINT, interrupt_s), (signal.SIGTERM, STOP_S / 2), (signal.SIGKILL, STOP_S / 2))
+    steps = ((signal.SIGINT, interrupt_s), (signal.SIGTERM, stop_s / 2), (signal.SIGKILL, stop_s / 2))
     for sig, grace in steps:
         try:
             os.killpg(proc.pid, sig)
@@ -273,6 +287,8 @@ def one_line(message: str, nodeid: str | None = None) -> str:
     'worker crashed (it exited: a poisoned CUDA context, a timeout or a fatal error)'
     """
     lines = [line.rstrip() for line in (message or "").splitlines()]
+    if lines and re.match(r"(timeout|crashed): ", lines[0]):  # a death's first line says it all
+        return _public(re.sub(r"0x[0-9a-fA-F]{6,}", "0x...", lines[0]))[:300]
     errors = [i for i, line in enumerate(lines) if line.startswith("E ")]
     if errors:
         first = errors[-1]
@@ -330,34 +346,49 @@ def parse_junit(path: str) -> dict | None:
 
 
 def parse_outcome_log(path: str) -> dict | None:
-    """Counts, failures with their messages, skip reasons and the slowest tests from an outcome log.
+    """Counts, failures with their kind and message, skip reasons and the slowest tests from an outcome log.
 
     The log is written by :mod:`benchmarks._outcome_log_plugin`; a line cut
-    short by a killed run is ignored.
+    short by a killed run is ignored. ``kinds`` counts the failing tests by
+    kind (``failed``, ``error``, ``timeout``, ``crashed``); ``not_run`` lists
+    the collected tests that never reported (the run stopped first).
     """
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             lines = f.readlines()
     except OSError:
         return None
-    records, collected = [], None
+    records, collected, ids = [], None, []
     for line in lines:
         try:
             record = json.loads(line)
         except ValueError:
             continue
-        if "collected" in record:
-            collected = collected if collected is not None else record["collected"]
+        if "collected" in record:  # a resumed run collects the rest again: the first is the whole
+            if collected is None:
+                collected, ids = record["collected"], record.get("ids") or []
         elif "nodeid" in record:
             records.append(record)
-    counts = collections.Counter(r["outcome"] for r in records)
+    failures = _failures(records)
+    final: dict = {}
+    for r in records:  # a test's category: its worst line (a pass, then a teardown error: an error)
+        rank = {"passed": 0, "xpassed": 0, "xfailed": 0, "skipped": 1, "error": 2, "failed": 3}
+        if rank.get(r["outcome"], 3) >= rank.get(final.get(r["nodeid"], "passed"), 3):
+            final[r["nodeid"]] = r["outcome"]
+    for f in failures:
+        if f["kind"] in ("timeout", "crashed"):
+            final[f["test"]] = "failed"
+    counts = collections.Counter(final.values())
     plural = {"error": "errors"}
     skips = collections.Counter(_public(r.get("message") or "")[:200] for r in records
                                 if r["outcome"] == "skipped")
     calls = sorted((r for r in records if r.get("when") == "call"), key=lambda r: -(r.get("duration") or 0))
-    out = {"source": "outcome log", "tests": len({r["nodeid"] for r in records}), "collected": collected,
+    seen = set(final)
+    not_run = [i for i in ids if i not in seen]
+    out = {"source": "outcome log", "tests": len(final), "collected": collected,
            **{plural.get(k, k): n for k, n in sorted(counts.items())},
-           "failures": _failures(records),
+           "kinds": dict(collections.Counter(f["kind"] for f in failures)),
+           "failures": failures, "not_run": not_run,
            "skip_reasons": [{"reason": r, "count": n} for r, n in skips.most_common(15)],
            "slowest": [{"test": r["nodeid"], "seconds": r["duration"]} for r in calls[:10]]}
     for key in ("passed", "failed", "errors", "skipped"):
@@ -366,53 +397,54 @@ def parse_outcome_log(path: str) -> dict | None:
 
 
 def _failures(records) -> list[dict]:
-    """One entry per failing test, in the order they came.
+    """One entry per failing test, in the order they came, with its ``kind``.
 
     A test with several lines (a failure, then a teardown error; or its
-    pytest-xdist worker's exit after a teardown error) keeps the first
-    message, unless that was only the worker's exit.
+    process's death after a teardown error) keeps the first message, unless
+    that was only the process's death; the kind of a death (``timeout``,
+    ``crashed``) wins over ``failed`` or ``error``, and its stack is kept
+    in ``detail``. Logs of older plugins (no ``kind``) get one from
+    ``outcome`` and ``when``.
     """
     by_test: dict = {}
     for r in records:
         if r["outcome"] not in ("failed", "error"):
             continue
-        crash = r["when"] == "???"
+        death = r.get("when") == "???"
+        kind = r.get("kind") or ("crashed" if death else "failed" if r["outcome"] == "failed" and
+                                 r.get("when") == "call" else "error")
         entry = by_test.get(r["nodeid"])
-        if entry is None or (entry["when"] == "???" and not crash):
-            entry = by_test.setdefault(r["nodeid"], {"test": r["nodeid"]})
-            entry.update(kind=r["outcome"], when=r["when"], message=one_line(r.get("message") or "", r["nodeid"]),
-                         detail=_public(r.get("message") or ""))
-        if crash:
+        message = one_line(r.get("message") or "", r["nodeid"])
+        if entry is None:
+            entry = by_test[r["nodeid"]] = {"test": r["nodeid"], "kind": kind, "when": r.get("when"),
+                                            "message": message, "detail": _public(r.get("message") or "")}
+        elif death:
+            if entry.get("when") == "???":
+                continue
+            entry["kind"] = kind if kind == "timeout" else "crashed"
+            entry["detail"] = (entry["detail"] + "\n\n" + _public(r.get("message") or "")).strip()
+            if kind == "timeout":
+                entry["message"] = message
+        if death:
             entry["worker_crashed"] = True
     return list(by_test.values())
 
 
 def summarize_tests(junit_path: str, outcome_path: str, output: str = "") -> dict:
-    """The tests stage's counts and failures: JUnit XML first, then the outcome log, then pytest's output.
+    """The tests stage's counts and failures: the outcome log first, then JUnit XML, then pytest's output.
 
-    With both files, the JUnit failures take their test id, one-line message
-    and traceback end from the outcome log. ``reported`` and ``collected``
-    always come from the outcome log when it exists. The first
+    The outcome log is complete even when pytest was stopped or resumed
+    after a crash (the JUnit XML then covers only the last run). The first
     :data:`MAX_FAILURES` failures are kept, ``n_failures`` counts them all.
     """
-    junit, outcomes = parse_junit(junit_path), parse_outcome_log(outcome_path)
-    if junit is None and outcomes is None:
+    counts = parse_outcome_log(outcome_path)
+    if counts is not None:
+        counts["reported"] = counts["tests"]
+    else:
+        counts = parse_junit(junit_path)
+    if counts is None:
         counts = parse_pytest_summary(output)
         return dict(counts, source="pytest output") if counts else {}
-    counts = junit or outcomes
-    if junit is not None and outcomes is not None:
-        by_name = {_junit_name(f["test"]): f for f in outcomes["failures"]}
-        merged: dict = {}
-        for f in junit["failures"]:
-            known = by_name.get(f["test"])
-            key = known["test"] if known else f["test"]
-            if key in merged:  # one test reported twice (e.g. a teardown error, then its worker's exit)
-                continue
-            merged[key] = known or f
-        counts["failures"] = list(merged.values())
-        counts["slowest"] = outcomes["slowest"]
-    if outcomes is not None:
-        counts["reported"], counts["collected"] = outcomes["tests"], outcomes["collected"]
     counts["n_failures"] = len(counts["failures"])
     counts["failures"] = counts["failures"][:MAX_FAILURES]
     return counts
@@ -524,7 +556,8 @@ def _version(dist: str) -> tuple:
 # the stages' commands
 # --------------------------------------------------------------------------
 
-def pytest_command(py: str, junit: str, *, workers: int, markers: str, test_timeout: float) -> list[str]:
+def pytest_command(py: str, junit: str, *, workers: int, markers: str, test_timeout: float,
+                   paths=("tests",)) -> list[str]:
     """The tests stage's pytest command line, using the plugins that are installed.
 
     pytest-xdist runs ``workers`` processes (``--dist=worksteal`` from
@@ -532,6 +565,8 @@ def pytest_command(py: str, junit: str, *, workers: int, markers: str, test_time
     replace up to :data:`MAX_WORKER_RESTART` workers that exit;
     pytest-timeout's thread method then ends a worker whose test hangs, even
     inside a CUDA call (without xdist the signal method fails just the test).
+    Without pytest-timeout the outcome log's plugin ends a process whose test
+    runs past ``GPUSPARSE_TEST_TIMEOUT`` (set by :func:`test_env`).
     """
     cmd = [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "benchmarks._outcome_log_plugin",
            f"--junitxml={junit}", "-rfE", "--tb=short"]
@@ -546,26 +581,66 @@ def pytest_command(py: str, junit: str, *, workers: int, markers: str, test_time
         cmd += [f"--timeout={test_timeout:g}"] + (["--timeout-method=thread"] if xdist else [])
     if _have("pytest_benchmark"):
         cmd += ["-p", "no:benchmark"]
-    return cmd + ["tests"]
+    return cmd + list(paths)
 
 
-def bench_cuda_plan(modules: str, full_size: bool) -> list[tuple]:
-    """``(module, size, least_s)`` for the comma-separated ``modules``, in that order.
+#: thread pools capped per test process: Numba, OpenMP (torch's intra-op threads), MKL, OpenBLAS
+THREAD_VARS = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def clean_env(env: dict) -> dict:
+    """``env`` for any stage: JAX allocates GPU memory as it needs it instead of 75 % at its first use.
+
+    Several processes share the GPU (test workers, a fuzz child, CuPy and
+    torch beside JAX in one benchmark process), so none may take most of it.
+    """
+    env = dict(env)
+    env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+    return env
+
+
+def test_env(env: dict, *, workers: int, cores: int, test_timeout: float) -> dict:
+    """``env`` for the test processes: each of ``workers`` gets ``cores // workers`` threads (at least 1).
 
     Examples
     --------
-    >>> bench_cuda_plan("coalesce,linalg", False)
-    [('coalesce', 16777216, 20), ('linalg', 2097152, 60)]
-    >>> bench_cuda_plan("io", True)
-    [('io', None, 15)]
+    >>> e = test_env({}, workers=16, cores=16, test_timeout=60)
+    >>> e["NUMBA_NUM_THREADS"], e["OMP_NUM_THREADS"], e["XLA_PYTHON_CLIENT_PREALLOCATE"]
+    ('1', '1', 'false')
+    >>> test_env({}, workers=3, cores=16, test_timeout=0)["MKL_NUM_THREADS"]
+    '5'
     """
-    known = {name: (size, least) for name, size, least in BENCH_CUDA_PLAN}
-    plan = []
-    for name in (m.strip() for m in modules.split(",")):
-        if name:
-            size, least = known.get(name, (None, 15))
-            plan.append((name, None if full_size else size, least))
-    return plan
+    env = clean_env(env)
+    threads = str(max(1, cores // max(1, workers)))
+    for var in THREAD_VARS:
+        env[var] = threads
+    if test_timeout:
+        env["GPUSPARSE_TEST_TIMEOUT"] = f"{test_timeout:g}"
+    return env
+
+
+def bench_cuda_plan(modules: str, full_size: bool, budget: float = NOMINAL_BENCH_S, *,
+                    size: int | None = None) -> list[tuple]:
+    """``(module, size, share_s)`` for the comma-separated ``modules``, in that order.
+
+    The shares split ``budget`` seconds in proportion to the modules' shares
+    in :data:`BENCH_CUDA_PLAN` (an unknown module weighs 15), so they add up
+    to ``budget``. ``full_size`` runs every module at its own size,
+    ``size`` (``--emulate``) every module at that one.
+
+    Examples
+    --------
+    >>> bench_cuda_plan("coalesce,linalg", False, 82)
+    [('coalesce', 16777216, 22.0), ('linalg', 524288, 60.0)]
+    >>> bench_cuda_plan("io", True, 30)
+    [('io', None, 30.0)]
+    """
+    known = {name: (sz, share) for name, sz, share in BENCH_CUDA_PLAN}
+    names = [m.strip() for m in modules.split(",") if m.strip()]
+    weights = [known.get(name, (None, 15))[1] for name in names]
+    total = sum(weights) or 1
+    return [(name, size or (None if full_size else known.get(name, (None, 15))[0]),
+             round(budget * w / total, 1)) for name, w in zip(names, weights)]
 
 
 def _bench_part_status(res: dict) -> str:
@@ -577,40 +652,47 @@ def _bench_part_status(res: dict) -> str:
 
 
 def run_bench_cuda(plan, timeout: float, logs: str, log_path: str, env, py: str, target_time: float,
-                   out_stem: str) -> dict:
+                   out_stem: str, *, quick: bool = False, on_module=None) -> dict:
     """Run ``benchmarks.run --device cuda`` once per module of ``plan``, most important first.
 
-    A module may use the time left but the least that each later module is
-    promised (``least_s`` of :data:`BENCH_CUDA_PLAN`, plus a few seconds to
-    start), and never less than its own ``least_s`` while that much is
-    left: when time is short the later modules lose their share first. What
-    a module leaves unused goes to the later ones. Each limit leaves the
-    time to stop the module (SIGINT, then SIGTERM and SIGKILL), so the stage
-    ends within ``timeout``. The rows of all modules are merged into
-    ``out_stem.json`` and ``.md`` after each module.
+    The modules' shares (``share_s`` of :func:`bench_cuda_plan`) are scaled
+    to ``timeout``; a module may use its share plus what the earlier ones
+    left unused, so a module that overruns costs only its own rows and every
+    later one keeps its share. Each limit includes the time to stop the
+    module (SIGINT, SIGTERM, SIGKILL: :data:`BENCH_STOP_S`), so the stage
+    ends within ``timeout``. Rows are saved by the module as they are
+    measured; the rows of all modules are merged into ``out_stem.json`` and
+    ``.md`` after each module, and ``on_module()`` is called then.
     """
-    deadline = time.monotonic() + timeout
-    interrupt_s, start_s = 3, 3
+    start = time.monotonic()
+    deadline = start + timeout
+    total = sum(share for _, _, share in plan) or 1
     parts, docs, modules = [], {}, {}
-    for i, (module, size, least) in enumerate(plan):
-        left = deadline - time.monotonic() - interrupt_s - STOP_S
-        promised = sum(later + start_s for _, _, later in plan[i + 1:])
-        limit = min(left, max(left - promised, least))
+    spare = 0.0
+    for module, size, share in plan:
+        began = time.monotonic()
+        allowed = min(share * timeout / total + spare, deadline - began)
+        limit = allowed - BENCH_STOP_S
         if any(p["status"] == "CUDA not usable" for p in parts):
-            parts.append({"module": module, "size": size, "status": "not run (CUDA not usable)"})
+            parts.append({"module": module, "size": size, "status": "not run (CUDA not usable)", "rows": 0})
             continue
-        if limit < 10:
-            parts.append({"module": module, "size": size, "status": "not run (no time left)"})
+        if limit < 2:
+            parts.append({"module": module, "size": size, "status": "not run (no time left)", "rows": 0})
+            spare = max(0.0, allowed)
             continue
         name = f"bench-cuda-{module}"
         cmd = [py, "-m", "benchmarks.run", "--device", "cuda", "--out", logs, "--name", name,
                "--only", f"bench_{module}", "--target-time", f"{target_time:g}"]
         cmd += ["--size", str(size)] if size else []
-        res = run_stage("bench-cuda", cmd, limit, log_path, env, interrupt_s=interrupt_s,
+        cmd += ["--quick"] if quick else []
+        res = run_stage("bench-cuda", cmd, limit, log_path, env, interrupt_s=1, stop_s=2,
                         label=f"bench-cuda {module}")
+        spare = max(0.0, allowed - (time.monotonic() - began))
         doc = _read_json(os.path.join(logs, name + ".json"))
-        rows = sum(len(v) for v in doc.get("results", {}).values()) if doc else 0
-        parts.append({"module": module, "size": size, "rows": rows, "status": _bench_part_status(res),
+        rows = [r for v in (doc or {}).get("results", {}).values() for r in v]
+        status = collections.Counter(r.get("status") for r in rows)
+        parts.append({"module": module, "size": size, "rows": len(rows), "row_status": dict(status),
+                      "status": _bench_part_status(res), "share_s": round(allowed, 1),
                       **{k: res.get(k) for k in ("command", "seconds", "timeout_s", "timed_out", "rc")}})
         if doc:
             docs[module] = doc
@@ -621,9 +703,11 @@ def run_bench_cuda(plan, timeout: float, logs: str, log_path: str, env, py: str,
                 pass
             merged = _merge_bench(docs, plan, target_time)
             bench_run.save(merged, modules, out_stem)
+        if on_module is not None:
+            on_module(parts)
     bad = [f"{p['module']}: {p['status']}" for p in parts if p["status"] != "ok"]
     return {"parts": parts, "status": "ok" if not bad else "; ".join(bad),
-            "seconds": round(sum(p.get("seconds") or 0 for p in parts), 1), "timeout_s": round(timeout),
+            "seconds": round(time.monotonic() - start, 1), "timeout_s": round(timeout),
             "rc": max((p["rc"] for p in parts if p.get("rc") is not None), default=None),
             "timed_out": any(p.get("timed_out") for p in parts), "log": os.path.basename(log_path)}
 
@@ -633,7 +717,7 @@ def _merge_bench(docs: dict, plan, target_time: float) -> dict:
     first, last = next(iter(docs.values())), list(docs.values())[-1]
     doc = {k: first[k] for k in ("schema", "date", "started", "device", "device_name", "quick", "target_s",
                                  "machine", "versions", "git") if k in first}
-    runs = "; ".join(f"--only bench_{m}" + (f" --size {s}" if s else "") for m, s, _ in plan if m in docs)
+    runs = "; ".join(f"--only bench_{m}" + (f" --size {sz}" if sz else "") for m, sz, _ in plan if m in docs)
     doc["command"] = (f"python -m benchmarks.run --device cuda --target-time {target_time:g}, "
                       f"one process per module: {runs}")
     doc["results"] = {}
@@ -806,35 +890,137 @@ def _join_logs(logs: str, path: str) -> str:
     return path
 
 
+def run_tests(cmd, timeout: float, log_path: str, env: dict, outcomes: str, tick=None) -> dict:
+    """The tests stage: pytest, resumed with the tests not yet reported each time its process dies.
+
+    A pytest process that dies (a crash, or the outcome plugin's own timeout
+    without pytest-xdist and pytest-timeout) leaves the test it ran in its
+    stack file: :func:`benchmarks._outcome_log_plugin.postmortem` records it
+    as ``crashed`` or ``timeout``, and pytest starts again on the rest
+    (``GPUSPARSE_OUTCOME_RESUME``) while time is left.
+    """
+    from benchmarks import _outcome_log_plugin as plugin
+
+    deadline = time.monotonic() + timeout
+    runs, res = [], {}
+    while True:
+        left = deadline - time.monotonic()
+        if runs and left < 10:
+            break
+        run_env = dict(env, GPUSPARSE_OUTCOME_RESUME="1") if runs else env
+        res = run_stage("tests", cmd, left, log_path, run_env, interrupt_s=INTERRUPT_S["tests"], tick=tick,
+                        label="tests" if not runs else f"tests (resumed {len(runs)})")
+        runs.append({k: res.get(k) for k in ("rc", "seconds", "timed_out")})
+        if res.get("rc") is None or res.get("timed_out"):
+            break
+        dead = plugin.postmortem(outcomes, res["rc"])
+        for record in dead:
+            say(f"tests: {record['kind']} in {record['nodeid']}: {record['message'].splitlines()[0]}")
+        if not dead:
+            break
+    res = dict(res, seconds=round(sum(r["seconds"] or 0 for r in runs), 1), timeout_s=round(timeout),
+               timed_out=any(r["timed_out"] for r in runs), runs=runs)
+    return res
+
+
+def check_complete(report: dict, stem: str, plan, *, failures_count: bool) -> list[str]:
+    """What the report lacks: a stage not run, a test without an outcome, a module without rows, ...
+
+    ``failures_count``: failing tests and benchmark rows in error count as
+    problems too (``--emulate``, where the CUDA path must pass).
+    """
+    problems = []
+    for suffix in (".json", ".md"):
+        if not os.path.exists(stem + suffix):
+            problems.append(f"report file {os.path.basename(stem + suffix)} missing")
+    stages = report.get("stages", {})
+    t = stages.get("tests")
+    if t is not None:
+        c = t.get("counts") or {}
+        if not c.get("collected"):
+            problems.append(f"tests: nothing collected ({t.get('status')})")
+        if c.get("not_run"):
+            problems.append(f"tests: {len(c['not_run'])} tests without an outcome, e.g. {c['not_run'][0]}")
+        if failures_count and c.get("n_failures"):
+            f = c["failures"][0]
+            problems.append(f"tests: {c['n_failures']} failing, e.g. {f['test']} ({f['kind']}): {f['message']}")
+    b = stages.get("bench-cuda")
+    if b is not None:
+        parts = {p["module"]: p for p in b.get("parts", [])}
+        for module, _, _ in plan:
+            p = parts.get(module)
+            if p is None or not p.get("rows"):
+                problems.append(f"bench-cuda {module}: no rows ({p.get('status') if p else 'not run'})")
+                continue
+            if p.get("timed_out"):
+                problems.append(f"bench-cuda {module}: stopped at its time limit after {p.get('rows')} rows")
+        doc = _read_json(os.path.join(os.path.dirname(stem), b.get("files", [""])[0])) if b.get("files") else None
+        for rows in (doc or {}).get("results", {}).values():
+            for r in rows:
+                if r.get("status") == "skipped" and not r.get("error"):
+                    problems.append(f"bench-cuda {r.get('bench')} {r.get('case')} {r.get('impl')}: skipped "
+                                    "without a reason")
+                if failures_count and r.get("status") in ("error", "mismatch"):
+                    problems.append(f"bench-cuda {r.get('bench')} {r.get('case')} {r.get('impl')}: "
+                                    f"{r.get('status')} {str(r.get('error', ''))[:200]}")
+    for name, st in stages.items():
+        if st.get("status") in ("not started", "error", "running"):
+            problems.append(f"stage {name}: {st.get('status')} {st.get('error', '')}".rstrip())
+    return problems
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python3 -m benchmarks.gpu_report", description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", default=os.path.join("benchmarks", "results"))
-    p.add_argument("--budget", type=float, default=DEFAULT_BUDGET,
-                   help=f"seconds for all stages together, stopping included (default {DEFAULT_BUDGET})")
+    p.add_argument("--out", default=None, help="report folder (default benchmarks/results; a temporary "
+                   "folder with --emulate)")
+    p.add_argument("--budget", type=float, default=None,
+                   help=f"seconds for all stages together, stopping included (default {DEFAULT_BUDGET}; "
+                   f"{EMULATE_BUDGET} with --emulate)")
     p.add_argument("--stages", default=",".join(DEFAULT_STAGES),
                    help="comma-separated subset of " + ",".join(STAGES) + " (default: %(default)s)")
     p.add_argument("--test-devices", default="cuda",
                    help="GPUSPARSE_TEST_DEVICES for the tests ('all': every device; default: %(default)s)")
-    p.add_argument("--test-markers", default="not slow",
+    p.add_argument("--test-markers", default="gpu and not slow",
                    help="pytest -m expression ('' for every test; default: %(default)s)")
+    p.add_argument("--test-paths", default=None,
+                   help="comma-separated test paths (default tests; " + ",".join(EMULATE_TESTS)
+                   + " with --emulate)")
     p.add_argument("--test-timeout", type=float, default=TEST_TIMEOUT_S,
-                   help="seconds one test may take (pytest-timeout; 0: no limit; default: %(default)s)")
+                   help="seconds one test may take (pytest-timeout, else the outcome plugin; 0: no limit; "
+                   "default: %(default)s)")
     p.add_argument("--workers", type=int, default=min(os.cpu_count() or 1, MAX_WORKERS),
                    help="pytest-xdist processes (1: none; default: %(default)s)")
-    p.add_argument("--target-time", type=float, default=0.2,
-                   help="seconds of timed repeats per CUDA measurement (default: %(default)s)")
+    p.add_argument("--target-time", type=float, default=None,
+                   help="seconds of timed repeats per CUDA measurement (default 0.2; 0.01 with --emulate)")
     p.add_argument("--bench-modules", default=",".join(m for m, _, _ in BENCH_CUDA_PLAN),
                    help="CUDA benchmark modules, most important first (default: %(default)s)")
     p.add_argument("--full-size", action="store_true", help="CUDA benchmarks at the modules' own sizes")
+    p.add_argument("--emulate", action="store_true",
+                   help="the whole plan on the emulated CUDA device (GPUSPARSE_CUDA_EMULATION=1) at tiny "
+                   "sizes with a small test selection; exit status 1 unless the report is complete")
     args = p.parse_args(argv)
     stages = [s.strip() for s in args.stages.split(",") if s.strip()]
     unknown = [s for s in stages if s not in STAGES]
     if unknown:
         p.error(f"--stages: unknown {unknown}; choose from {STAGES}")
+    budget = args.budget or (EMULATE_BUDGET if args.emulate else DEFAULT_BUDGET)
+    target_time = args.target_time or (0.01 if args.emulate else 0.2)
+    test_paths = ([t for t in args.test_paths.split(",") if t] if args.test_paths
+                  else list(EMULATE_TESTS) if args.emulate else ["tests"])
+    limits = dict(LIMITS)
+    if args.emulate:
+        os.environ["GPUSPARSE_CUDA_EMULATION"] = "1"
+        os.environ["GPUSPARSE_BENCH_MIN_REPEATS"] = "1"
+        from benchmarks import _emulation
+        _emulation.install()
+        limits.update({"tests": (round(budget * 0.3), 20), "bench-cuda": (budget, round(budget * 0.5))})
+        stages = [s for s in stages if s != "sanitizer"]
 
     began = time.monotonic()
-    deadline = began + args.budget
-    out_dir = os.path.join(REPO, args.out) if not os.path.isabs(args.out) else args.out
+    deadline = began + budget
+    out_arg = args.out or (tempfile.mkdtemp(prefix="gpusparse-emulated-report-") if args.emulate
+                           else os.path.join("benchmarks", "results"))
+    out_dir = os.path.join(REPO, out_arg) if not os.path.isabs(out_arg) else out_arg
     os.makedirs(out_dir, exist_ok=True)
     remote_out = os.environ.get("OUT")
     global _LOGS
@@ -843,7 +1029,7 @@ def main(argv=None) -> int:
     gpu = gpu_identity()
     gpu_slug = bench_run.slug(gpu.get("name") or "no-gpu")
     stem = os.path.join(out_dir, f"{date}-{gpu_slug}")
-    env = dict(os.environ)
+    env = clean_env(os.environ)
     env["PYTHONPATH"] = REPO + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["PYTHONUNBUFFERED"] = "1"
     py = sys.executable or "python3"
@@ -852,11 +1038,12 @@ def main(argv=None) -> int:
         "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": "python3 -m benchmarks.gpu_report " + " ".join(
             bench_run._short_path(a) for a in (argv if argv is not None else sys.argv[1:])),
+        "emulated": bool(args.emulate),
         "gpu": gpu, "git": bench_run.git_info(REPO), "versions": bench_run.versions(),
         "machine": {k: v for k, v in bench_run.machine_info("cpu").items() if k != "kind"},
         "show_config": _show_config(),
-        "env": {k: os.environ[k] for k in ("CUDA_VISIBLE_DEVICES", "GPUSPARSE_DEVICE", "GPUSPARSE_COMMIT")
-                if k in os.environ},
+        "env": {k: os.environ[k] for k in ("CUDA_VISIBLE_DEVICES", "GPUSPARSE_DEVICE", "GPUSPARSE_COMMIT",
+                                           "GPUSPARSE_CUDA_EMULATION") if k in os.environ},
         "stages": {},
     }
     earlier = _read_json(stem + ".json")
@@ -879,26 +1066,32 @@ def main(argv=None) -> int:
         return 0 if name == "bench-cuda" else INTERRUPT_S.get(name, 5) + STOP_S
 
     def timeout_for(name):
-        reserve = sum(LIMITS[s][1] + stop_s(s) for s in stages[stages.index(name) + 1:])
-        return max(30.0, min(LIMITS[name][0], deadline - time.monotonic() - reserve - stop_s(name)))
+        reserve = sum(limits[s][1] + stop_s(s) for s in stages[stages.index(name) + 1:])
+        return max(20.0, min(limits[name][0], deadline - time.monotonic() - reserve - stop_s(name)))
 
+    plan = bench_cuda_plan(args.bench_modules, args.full_size, size=EMULATE_SIZE if args.emulate else None)
     for name in stages:
         log_path = os.path.join(logs, f"{name}.log")
         res = {}
         try:
             if name == "tests":
                 junit, outcomes = os.path.join(logs, "junit.xml"), os.path.join(logs, "outcomes.jsonl")
-                test_env = dict(env, GPUSPARSE_OUTCOME_LOG=outcomes)
-                test_env.setdefault("GPUSPARSE_HYPOTHESIS_PROFILE", "ci")
-                if args.test_devices.strip().lower() == "all":
-                    test_env.pop("GPUSPARSE_TEST_DEVICES", None)
-                else:
-                    test_env["GPUSPARSE_TEST_DEVICES"] = args.test_devices
-                cmd = pytest_command(py, junit, workers=args.workers, markers=args.test_markers,
+                workers = args.workers if _have("xdist") else 1
+                stage_env = test_env(env, workers=workers, cores=os.cpu_count() or 1,
                                      test_timeout=args.test_timeout)
-                copies += [junit, outcomes]
-                shown = {k: test_env[k] for k in ("GPUSPARSE_TEST_DEVICES", "GPUSPARSE_HYPOTHESIS_PROFILE")
-                         if k in test_env}
+                stage_env["GPUSPARSE_OUTCOME_LOG"] = outcomes
+                stage_env.setdefault("GPUSPARSE_HYPOTHESIS_PROFILE", "ci")
+                if args.test_devices.strip().lower() == "all":
+                    stage_env.pop("GPUSPARSE_TEST_DEVICES", None)
+                else:
+                    stage_env["GPUSPARSE_TEST_DEVICES"] = args.test_devices
+                cmd = pytest_command(py, junit, workers=workers, markers=args.test_markers,
+                                     test_timeout=args.test_timeout, paths=test_paths)
+                copies += [outcomes, junit]
+                shown = {k: stage_env[k] for k in ("GPUSPARSE_TEST_DEVICES", "GPUSPARSE_HYPOTHESIS_PROFILE",
+                                                   "NUMBA_NUM_THREADS", "OMP_NUM_THREADS",
+                                                   "XLA_PYTHON_CLIENT_PREALLOCATE", "GPUSPARSE_TEST_TIMEOUT",
+                                                   "GPUSPARSE_CUDA_EMULATION") if k in stage_env}
                 started = time.monotonic()
 
                 def tick():
@@ -908,8 +1101,7 @@ def main(argv=None) -> int:
                     report["total_s"] = round(time.monotonic() - began, 1)
                     publish()
 
-                res = run_stage(name, cmd, timeout_for(name), log_path, test_env,
-                                interrupt_s=INTERRUPT_S["tests"], tick=tick)
+                res = run_tests(cmd, timeout_for(name), log_path, stage_env, outcomes, tick=tick)
                 res["env"] = shown
                 res["counts"] = summarize_tests(junit, outcomes, res.get("tail", ""))
             elif name == "sanitizer":
@@ -929,8 +1121,15 @@ def main(argv=None) -> int:
             elif name == "bench-cuda":
                 bench_stem = os.path.join(out_dir, f"{date}-cuda-{gpu_slug}")
                 copies += [bench_stem + ".json", bench_stem + ".md"]
-                res = run_bench_cuda(bench_cuda_plan(args.bench_modules, args.full_size), timeout_for(name),
-                                     logs, log_path, env, py, args.target_time, bench_stem)
+                bench_env = dict(env, GPUSPARSE_BENCH_MIN_REPEATS="1") if args.emulate else env
+
+                def on_module(parts):
+                    report["stages"]["bench-cuda"] = {"status": "running", "parts": list(parts)}
+                    report["total_s"] = round(time.monotonic() - began, 1)
+                    publish()
+
+                res = run_bench_cuda(plan, timeout_for(name), logs, log_path, bench_env, py, target_time,
+                                     bench_stem, quick=args.emulate, on_module=on_module)
                 res["files"] = [os.path.basename(bench_stem + s) for s in (".json", ".md")
                                 if os.path.exists(bench_stem + s)]
                 res["overview"] = _bench_overview(_read_json(bench_stem + ".json") if res["files"] else None)
@@ -955,9 +1154,16 @@ def main(argv=None) -> int:
 
     report["finished"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     report["total_s"] = round(time.monotonic() - began, 1)
+    problems = check_complete(report, stem, plan if "bench-cuda" in stages else [], failures_count=args.emulate)
+    report["incomplete"] = problems
     publish()
     say(f"wrote {stem}.json and {stem}.md in {report['total_s']} s"
         + ("; copied them, the test and benchmark files and the logs to $OUT" if remote_out else ""))
+    for problem in problems:
+        say(f"incomplete: {problem}")
+    if args.emulate:
+        say("emulated run " + ("complete" if not problems else f"INCOMPLETE ({len(problems)} problems)"))
+        return 1 if problems else 0
     return 0
 
 
