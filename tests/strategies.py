@@ -67,10 +67,10 @@ def elements(dtype, *, nan=True, infinity=False):
         return st.one_of(small, st.integers(int(info.min), int(info.max)))
     width = dtype.itemsize * 8
     if dtype.kind == "f":
-        finite = st.one_of(st.floats(-1e3, 1e3, width=width), _subnormals(dtype))
+        finite = _finite(width)
         extras = ([st.just(float("nan"))] if nan else []) + ([st.sampled_from([np.inf, -np.inf])] if infinity else [])
         return st.one_of(finite, *extras) if extras else finite
-    part = st.one_of(st.floats(-1e3, 1e3, width=width // 2), _subnormals(np.dtype(f"f{dtype.itemsize // 2}")))
+    part = _finite(width // 2)
     if nan:
         part = st.one_of(part, part, part, st.just(float("nan")))
     return st.builds(complex, part, part)
@@ -79,24 +79,53 @@ def elements(dtype, *, nan=True, infinity=False):
 #: Whether the test being run computes on a device that flushes float32
 #: subnormal numbers to zero in arithmetic: a CUDA device, since CuPy compiles
 #: every kernel with ``-ftz=true`` (float64 keeps them). Set per test by the
-#: ``_float32_subnormals`` fixture of ``conftest.py``.
+#: ``_float32_subnormals`` fixture of ``conftest.py``; read when a value is
+#: drawn, so strategies built at import follow it too.
 FLUSHES_FLOAT32_SUBNORMALS = False
+
+#: The least magnitude of a nonzero float32 drawn where the device flushes
+#: subnormals: the product of two such numbers, 2**-120, is still normal
+#: (float32's least normal is 2**-126), so no product of two drawn values is
+#: a subnormal that the GPU would flush.
+FLUSH_SAFE_TINY = 2.0**-60
 
 
 def _subnormals(dtype):
-    """Subnormal numbers of a float dtype (kept by the CPU, as NumPy does).
-
-    Where the test's device flushes float32 subnormals (see
-    :data:`FLUSHES_FLOAT32_SUBNORMALS`), float32 draws the smallest normal
-    numbers instead: arithmetic on subnormals differs from NumPy's there by
-    design, and the operations that only move values (``fromdense``,
-    ``topk``, indexing) have tests of their own that keep subnormals exact.
-    """
+    """Subnormal numbers of a float dtype (kept by the CPU, as NumPy does), and the smallest normals."""
     info = np.finfo(dtype)
     tiny, least = float(info.smallest_normal), float(info.smallest_subnormal)
-    if FLUSHES_FLOAT32_SUBNORMALS and np.dtype(dtype).itemsize <= 4:
-        return st.sampled_from([tiny, -tiny, 2 * tiny])
     return st.sampled_from([least, -least, tiny / 2, -tiny / 2, tiny - least])
+
+
+def _flush_safe(x: float) -> float:
+    """``x``, or 0 where its magnitude is under :data:`FLUSH_SAFE_TINY` (a product with it could be subnormal)."""
+    return x if x == 0 or abs(x) >= FLUSH_SAFE_TINY or x != x else math.copysign(0.0, x)
+
+
+@st.composite
+def _by_device(draw, kept, flushed):
+    return draw(flushed if FLUSHES_FLOAT32_SUBNORMALS else kept)
+
+
+def _finite(width: int):
+    """Finite floats of ``width`` bits: moderate values, plus subnormals where the device keeps them.
+
+    Where the test's device flushes float32 subnormals (see
+    :data:`FLUSHES_FLOAT32_SUBNORMALS`), float32 draws no subnormal, no
+    value under :data:`FLUSH_SAFE_TINY` in magnitude, and that value itself
+    in place of the subnormals: arithmetic on subnormals (and products that
+    fall into them) differs from NumPy's there by design, and the operations
+    that only move values (``fromdense``, ``topk``, indexing) have tests of
+    their own that keep subnormals exact. float64 keeps its subnormals on
+    every device.
+    """
+    dtype = np.dtype(f"f{width // 8}")
+    kept = st.one_of(st.floats(-1e3, 1e3, width=width), _subnormals(dtype))
+    if width > 32:
+        return kept
+    flushed = st.one_of(st.floats(-1e3, 1e3, width=width, allow_subnormal=False).map(_flush_safe),
+                        st.sampled_from([FLUSH_SAFE_TINY, -FLUSH_SAFE_TINY, 2 * FLUSH_SAFE_TINY]))
+    return _by_device(kept, flushed)
 
 
 def fill_values(dtype, *, nan=True, nonzero=True):
