@@ -11,9 +11,12 @@ Each operator is a ``torch.library`` custom operator (``gpusparse::...``)
 with a fake implementation and a registered backward, so models using them
 trace under ``torch.compile(fullgraph=True)``.
 
-Gradients for a sparse operand lie on its pattern: a sparse tensor of its
-layout for torch sparse tensors (on each stored entry, duplicates included),
-the gradient of the ``values`` tensor for parts tuples. This module imports
+Gradients for a sparse operand lie on its pattern, as torch gives them: for
+a torch sparse tensor, a sparse tensor of its layout (for an uncoalesced COO
+tensor, coalesced: each coordinate once, carrying the derivative there, so
+that torch's backward of ``sparse_coo_tensor`` hands every duplicate that
+derivative); for a parts tuple, the gradient of its ``values`` tensor (each
+duplicate the derivative at its coordinate). This module imports
 torch; ``import gpusparse`` does not import it.
 
 Examples

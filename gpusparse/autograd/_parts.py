@@ -88,8 +88,32 @@ class Sparse(NamedTuple):
         return cls(self.index[0], self.index[1], self.values, self.shape)
 
 
+def _coo_gradient(t, grad):
+    """The gradient of COO ``t`` as a sparse tensor, given ``grad`` for each of its stored entries.
+
+    torch reads a sparse gradient as the dense tensor it stands for (duplicates
+    add up), and its ``sparse_coo_tensor`` backward hands each stored entry the
+    element at its coordinate. So the gradient of an uncoalesced ``t`` is
+    coalesced, one element per coordinate: the gradient of the coordinate's
+    first entry (every entry of a coordinate has the same one, since the
+    operators see ``t`` only through its coalesced value).
+    """
+    indices = t._indices()
+    nnz = indices.shape[1]
+    if t.is_coalesced() or nnz == 0:
+        return torch.sparse_coo_tensor(indices, grad, t.shape, is_coalesced=t.is_coalesced(),
+                                       check_invariants=False)
+    from gpusparse.autograd import _ops
+    unique, _, inverse = _ops.coalesce(indices, grad, tuple(t.shape))
+    position = torch.arange(nnz, device=indices.device)
+    first = torch.full((unique.shape[1],), nnz, dtype=position.dtype, device=position.device)
+    first = first.scatter_reduce(0, inverse, position, "amin")
+    return torch.sparse_coo_tensor(unique, grad.index_select(0, first), t.shape, is_coalesced=True,
+                                   check_invariants=False)
+
+
 class _Unpack(torch.autograd.Function):
-    """A sparse tensor's stored values; the gradient comes back as a sparse tensor on its pattern."""
+    """A sparse tensor's stored values; the gradient comes back as a sparse tensor (see :func:`_coo_gradient`)."""
 
     @staticmethod
     def forward(ctx, t):
@@ -100,8 +124,7 @@ class _Unpack(torch.autograd.Function):
     def backward(ctx, grad):
         t = ctx.t
         if t.layout == torch.sparse_coo:
-            return torch.sparse_coo_tensor(t._indices(), grad, t.shape, is_coalesced=t.is_coalesced(),
-                                           check_invariants=False)
+            return _coo_gradient(t, grad)
         if t.layout == torch.sparse_csr:
             return torch.sparse_csr_tensor(t.crow_indices(), t.col_indices(), grad, t.shape, check_invariants=False)
         return torch.sparse_csc_tensor(t.ccol_indices(), t.row_indices(), grad, t.shape, check_invariants=False)
@@ -112,7 +135,7 @@ class _Pack(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, layout, index, values, shape, coalesced):
-        ctx.layout, ctx.index = layout, index
+        ctx.layout, ctx.index, ctx.coalesced = layout, index, coalesced
         if layout == "coo":
             return torch.sparse_coo_tensor(index[0], values, shape, is_coalesced=coalesced, check_invariants=False)
         make = torch.sparse_csr_tensor if layout == "csr" else torch.sparse_csc_tensor
@@ -124,10 +147,10 @@ class _Pack(torch.autograd.Function):
         sp = Sparse(ctx.layout, ctx.index, None, tuple(grad.shape), True, False)
         if grad.layout == torch.strided:
             values = _ops.gather(sp, grad)
-        elif grad.layout == torch.sparse_coo and ctx.layout == "coo" and grad._nnz() == ctx.index[0].shape[1] \
-                and torch.equal(grad._indices(), ctx.index[0]):
-            values = grad._values()
-        else:  # another pattern: the gradient's elements at ours
+        elif grad.layout == torch.sparse_coo and ctx.layout == "coo" and (ctx.coalesced or grad.is_coalesced()) \
+                and grad._nnz() == ctx.index[0].shape[1] and torch.equal(grad._indices(), ctx.index[0]):
+            values = grad._values()  # our pattern, without duplicates
+        else:  # another pattern, or duplicates (which add up): the gradient's elements at our entries
             values = _values_on(grad, sp)
         return None, None, values, None, None
 
