@@ -147,7 +147,7 @@ MODULE_OVERHEAD_S = 6
 #: --emulate: the CUDA path on the CPU harness (GPUSPARSE_CUDA_EMULATION=1), tiny sizes, a small
 #: test selection; it must finish within EMULATE_BUDGET on two cores
 EMULATE_BUDGET = 170
-EMULATE_TESTS = ("tests/kernels/test_sort.py",)
+EMULATE_TESTS = ("tests/kernels/test_primitives.py::test_linearize_delinearize",)
 EMULATE_SIZE = 256
 TEST_TIMEOUT_S = 60
 MAX_WORKERS = 16
@@ -390,7 +390,7 @@ def parse_outcome_log(path: str) -> dict | None:
            "kinds": dict(collections.Counter(f["kind"] for f in failures)),
            "failures": failures, "not_run": not_run,
            "skip_reasons": [{"reason": r, "count": n} for r, n in skips.most_common(15)],
-           "slowest": [{"test": r["nodeid"], "seconds": r["duration"]} for r in calls[:10]]}
+           "slowest": [{"test": r["nodeid"], "seconds": r.get("duration") or 0} for r in calls[:10]]}
     for key in ("passed", "failed", "errors", "skipped"):
         out.setdefault(key, 0)
     return out
@@ -795,11 +795,20 @@ def _tests_markdown(t: dict) -> list[str]:
         for message, group in sorted(groups.items(), key=lambda kv: -len(kv[1]))[:30]:
             more = f" and {len(group) - 1} more" if len(group) > 1 else ""
             lines.append(f"- {len(group)} × {message.replace('|', '/')}: `{group[0]['test']}`{more}")
+        if c.get("kinds"):
+            lines += ["", "By kind: " + ", ".join(f"{k} {n}" for k, n in sorted(c["kinds"].items()))]
         lines += ["", "Failing tests (first 100):"]
         for f in failures[:100]:
             how = f.get("kind", "failed") + (f" in {f['when']}" if f.get("when") not in (None, "call", "???") else "")
-            how += ", worker exited" if f.get("worker_crashed") else ""
             lines.append(f"- `{f['test']}` ({how}): {(f.get('message') or '').replace('|', '/')}")
+        deaths = [f for f in failures if f.get("kind") in ("timeout", "crashed")][:20]
+        if deaths:
+            lines += ["", "Stacks of the tests that timed out or crashed (first 20):"]
+            for f in deaths:
+                lines += ["", f"`{f['test']}` ({f['kind']}):", "", "```", (f.get("detail") or "")[-3000:], "```"]
+    if c.get("not_run"):
+        lines += ["", f"Collected but without an outcome ({len(c['not_run'])}; the stage ended first):"]
+        lines += [f"- `{t}`" for t in c["not_run"][:50]]
     if c.get("slowest"):
         lines += ["", "Slowest tests:"]
         lines += [f"- {s['seconds']:.1f} s `{s['test']}`" for s in c["slowest"]]
