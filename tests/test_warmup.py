@@ -72,6 +72,8 @@ PROBE = textwrap.dedent("""
         gs.concatenate([x, x], axis=0); gs.concatenate([x, x], axis=1)
         gs.vstack([a, a]); gs.hstack([a, a])
         gs.softmax(x, axis=1); gs.softmax(x, axis=0)
+        d = gs.COO(coords % 512, data, (512, 512), check=False).coalesce()
+        d.todense(); d.tocsr().todense()
     print(json.dumps(compiled))
 """)
 
@@ -196,3 +198,24 @@ def test_read_only_install_keeps_a_cache(tmp_path, home_writable):
         assert _compiled(run) == []
     finally:
         restore()
+
+
+#: Peak resident memory allowed to ``python -m gpusparse warmup`` for one dtype,
+#: compiling into an empty cache (it densified 32768 x 32768 arrays: 8.6 GB for
+#: float64, 17 GB for complex128).
+WARMUP_PEAK_BYTES = 1 << 30
+
+_PEAK = textwrap.dedent("""
+    import resource, subprocess, sys
+    subprocess.run([sys.executable, "-m", "gpusparse", "warmup", "--dtypes", sys.argv[1], "--quiet"], check=True)
+    print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)
+""")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+def test_warmup_peak_memory(tmp_path, dtype):
+    # the warmup runs in a grandchild, so that RUSAGE_CHILDREN sees it alone
+    out = _run(["-c", _PEAK, dtype], _env(NUMBA_CACHE_DIR=str(tmp_path / "cache"))).stdout
+    peak = int(out.strip().splitlines()[-1])
+    assert peak < WARMUP_PEAK_BYTES, f"the {dtype} warmup peaked at {peak / 2**20:.0f} MiB"
