@@ -26,6 +26,12 @@ of their device arrays' bytes: an upper bound on the traffic) and
 details (``raw_launches``, ``alloc_bytes``, ``d2h_bytes``, ``h2d``,
 ``seconds``, and the launches and syncs by name).
 
+Not counted: the autograd operators, whose torch tensors cannot live on the
+emulated device, and cuSPARSE, which is not emulated (the products run
+their hand-written kernels). The counts are those of the emulation's
+``cupy`` namespace: a CuPy call that runs several kernels (a sort, a scan)
+counts as one launch.
+
 The budgets (``benchmarks/gpu_cost_budgets.json``, one reviewed file) give
 each operation its allowed ``launches`` and ``syncs`` (at any size), the
 growth of each from the smaller size to the larger one that is accepted
@@ -548,6 +554,10 @@ def render_markdown(rows, sizes) -> str:
         for op, a, b in growing) or "none") + ".")
     if failing:
         lines.append("- Failed: " + "; ".join(f"{op} ({err})" for op, err in failing) + ".")
+    lines.append("- Not counted: the autograd operators (their torch tensors cannot live on the emulated "
+                 "device) and cuSPARSE (not emulated: the products run their hand-written kernels, as they "
+                 "do on a GPU without cuSPARSE). A CuPy call that runs several kernels (sort, scan, unique) "
+                 "counts as one launch.")
     lines += [
         "",
         "## Every operation",
