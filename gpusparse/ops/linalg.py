@@ -276,7 +276,7 @@ def tensordot(a, b, axes=2):
     R = math.prod(a.shape[i] for i in free_a)
     N = math.prod(b.shape[i] for i in free_b)
     C = math.prod(a.shape[i] for i in axes_a)
-    with device_scope(dev):
+    with device_scope(dev), _memory.operation("tensordot"):
         if is_sparse(a):  # the reshaped matrices are sorted once here, without a warning
             a2 = coo_to_csr(_matrix_of(a, free_a, axes_a, k, xp), warn=False)
         else:
