@@ -71,18 +71,24 @@ __global__ void __launch_bounds__(GS_CMP_THREADS) gs_expand(
     rows[p] = gs_clamp(r, 0, max(n_rows - 1, 0LL));
 }
 
-// gs_csr_check: *invalid = 1 unless (indptr, indices) is a CSR structure
-// that a library without bounds checks (cuSPARSE) reads only inside its
-// buffers: indptr[0] == 0, indptr[n_rows] == nnz, indptr non-decreasing and
-// every index in [0, n_cols). Order and uniqueness within a row are not
-// checked: they do not move a read.
+// gs_csr_check: *invalid = 1 unless (indptr, indices) is a canonical CSR
+// structure, the one cuSPARSE assumes and does not check: indptr[0] == 0,
+// indptr[n_rows] == nnz, indptr non-decreasing, every index in [0, n_cols),
+// and the indices strictly increasing within each row (sorted, unique:
+// SpGEMM relies on it, and a read past a buffer follows from a bad pointer).
 //
 // Thread mapping: grid-stride over max(n_rows + 1, nnz) items (64-bit
-// index); item i checks pointer i (against i + 1) and index i. A thread
-// that finds a violation stores 1 (every writer stores the same value, so
-// the race is benign); nothing is written for a valid structure.
+// index); item i checks pointer i (against i + 1), index i, and the pair
+// (i, i + 1) of entries. A pair that does not increase is allowed only
+// where a row starts at i + 1, which a binary search of indptr (bounded by
+// its n_rows + 1 entries whatever their order, so reads stay inside it)
+// decides; the search runs only at such pairs, at most one per row of a
+// valid structure. A thread that finds a violation stores 1 (every writer
+// stores the same value, so the race is benign); nothing is written for a
+// valid structure.
 // Preconditions: indptr has n_rows + 1 entries, indices nnz; *invalid is 0
-// before the launch (the launcher zeroes it).
+// before the launch (the launcher zeroes it). Nothing else: any values are
+// read inside the buffers.
 template <typename I>
 __global__ void __launch_bounds__(GS_CMP_THREADS) gs_csr_check(
     const I* __restrict__ indptr, long long n_rows, const I* __restrict__ indices, long long nnz,
@@ -98,6 +104,11 @@ __global__ void __launch_bounds__(GS_CMP_THREADS) gs_csr_check(
         if (i < nnz) {
             const long long c = indices[i];
             bad |= c < 0 || c >= n_cols;
+            if (i + 1 < nnz && static_cast<long long>(indices[i + 1]) <= c) {
+                // Allowed only across a row boundary: some row r starts at i + 1.
+                const long long r = gs_lower_bound<I>(indptr, 0, n_rows + 1, i + 1);
+                bad |= r > n_rows || static_cast<long long>(indptr[r]) != i + 1;
+            }
         }
     }
     if (bad) *invalid = 1;

@@ -566,26 +566,48 @@ def test_spgemm_of_hostile_structures_is_a_csr_inside_its_shape(device, k, rng, 
 
 
 def _structure_model(indptr, indices, n_cols) -> bool:
-    """Whether cuSPARSE may read ``(indptr, indices)``: pointers from 0 to nnz, never decreasing, indices in range."""
-    return bool(indptr[0] == 0 and indptr[-1] == indices.size and (np.diff(indptr) >= 0).all()
-                and ((indices >= 0) & (indices < n_cols)).all())
+    """Whether cuSPARSE may read ``(indptr, indices)``: a canonical CSR structure.
+
+    Pointers from 0 to nnz, never decreasing, indices in range and strictly
+    increasing within each row (sorted, unique: SpGEMM assumes it).
+    """
+    indptr, indices = np.asarray(indptr, dtype=I64), np.asarray(indices, dtype=I64)
+    if not (indptr[0] == 0 and indptr[-1] == indices.size and (np.diff(indptr) >= 0).all()
+            and ((indices >= 0) & (indices < n_cols)).all()):
+        return False
+    return all((np.diff(indices[lo:hi]) > 0).all() for lo, hi in zip(indptr[:-1], indptr[1:]))
 
 
-@pytest.mark.parametrize("case", ["valid", "index out of range", "index negative"] + INDPTR_CASES)
+def _canonical_structure(rng, m, n_cols, nnz):
+    """A random canonical CSR structure of ``m`` rows with about ``nnz`` entries (sorted unique columns)."""
+    rows = [np.sort(rng.choice(n_cols, size=rng.integers(0, n_cols + 1), replace=False)) for _ in range(m)]
+    indptr = np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype(I64)
+    return indptr, np.concatenate(rows).astype(I64)
+
+
+STRUCTURE_CASES = ["valid", "index out of range", "index negative", "unsorted within a row",
+                   "duplicate within a row"] + INDPTR_CASES
+
+
+@pytest.mark.parametrize("case", STRUCTURE_CASES)
 @pytest.mark.parametrize("index_dtype", [np.int32, I64])
 def test_structure_check_in_front_of_cusparse(device, k, rng, case, index_dtype):
     if not device.is_cuda:
         pytest.skip("the check guards cuSPARSE, a CUDA library")
-    from gpusparse._kernels.cuda._linalg import _structure_valid
-    m, n_cols, nnz = 7, 5, 30
-    indices = rng.integers(0, n_cols, size=nnz)
-    indptr = hostile_indptrs(rng, m, nnz)["monotone past nnz"].copy()
-    indptr = np.sort(np.clip(indptr, 0, nnz))
-    indptr[0], indptr[-1] = 0, nnz
+    from gpusparse._kernels.cuda._linalg import _checked_structure
+    m, n_cols = 7, 5
+    indptr, indices = _canonical_structure(rng, m, n_cols, 30)
+    nnz = indices.size
+    long_row = int(np.argmax(np.diff(indptr)))  # a row with at least two entries
+    lo = int(indptr[long_row])
     if case == "index out of range":
         indices[rng.integers(nnz)] = n_cols
     elif case == "index negative":
         indices[rng.integers(nnz)] = -1
+    elif case == "unsorted within a row":
+        indices[lo], indices[lo + 1] = indices[lo + 1], indices[lo]
+    elif case == "duplicate within a row":
+        indices[lo + 1] = indices[lo]
     elif case != "valid":
         indptr = hostile_indptrs(rng, m, nnz)[case]
         if index_dtype == np.int32:
@@ -594,8 +616,54 @@ def test_structure_check_in_front_of_cusparse(device, k, rng, case, index_dtype)
     expected = _structure_model(indptr, indices, n_cols)
     if case not in INDPTR_CASES:  # (a hostile pointer array is valid by chance at most)
         assert expected == (case == "valid")
-    assert _structure_valid(put(indptr, device), put(indices, device), m, n_cols) == expected
-    assert not _structure_valid(put(indptr[:-1], device), put(indices, device), m, n_cols)  # too short
+    checked = _checked_structure(put(indptr, device), put(indices, device), m, n_cols)
+    assert (checked is not None) == expected
+    if checked is not None:
+        np.testing.assert_array_equal(to_host(checked[0]), indptr)
+        np.testing.assert_array_equal(to_host(checked[1]), indices)
+    assert _checked_structure(put(indptr[:-1], device), put(indices, device), m, n_cols) is None  # too short
+
+
+def test_row_boundaries_between_decreasing_indices_are_allowed(device, k):
+    if not device.is_cuda:
+        pytest.skip("the check guards cuSPARSE, a CUDA library")
+    from gpusparse._kernels.cuda._linalg import _checked_structure
+    # Rows [3, 4], [], [0, 1], [], [] : indices decrease across the boundaries only.
+    indptr, indices = np.array([0, 2, 2, 4, 4, 4]), np.array([3, 4, 0, 1])
+    assert _structure_model(indptr, indices, 5)
+    assert _checked_structure(put(indptr, device), put(indices, device), 5, 5) is not None
+    indptr = np.array([0, 1, 1, 4, 4, 4])  # now [3], [], [4, 0, 1]: decreasing inside a row
+    assert not _structure_model(indptr, indices, 5)
+    assert _checked_structure(put(indptr, device), put(indices, device), 5, 5) is None
+
+
+def test_cusparse_is_handed_the_arrays_that_were_checked(device, k, monkeypatch):
+    """A strided view is checked as the copy cuSPARSE reads, never the copy checked and the view handed on."""
+    if not device.is_cuda:
+        pytest.skip("the check guards cuSPARSE, a CUDA library")
+    from gpusparse._kernels.cuda import _cusparse, _linalg
+    handed = {}
+
+    def fake(routine):
+        def run(indptr, indices, data, shape, b, out, alpha, beta, trans):
+            handed[routine] = (indptr, indices)
+            out[...] = 0  # (the result is not what this test checks)
+        return run
+
+    monkeypatch.setattr(_cusparse, "supports", lambda *args, **kwargs: True)
+    monkeypatch.setattr(_cusparse, "spmv", fake("spmv"))
+    monkeypatch.setattr(_cusparse, "spmm", fake("spmm"))
+    # Every other entry of the buffers: the views hold a canonical structure, the memory they start at does not.
+    indptr = put(np.array([0, 99, 2, 99, 3, 99, 4], np.int32), device)[::2]
+    indices = put(np.array([0, -5, 2, -5, 1, -5, 0, -5], np.int32), device)[::2]
+    data = put(np.ones(4), device)
+    _linalg.spmv(indptr, indices, data, (3, 3), put(np.ones(3), device), put(np.zeros(3), device))
+    _linalg.spmm(indptr, indices, data, (3, 3), put(np.ones((3, 2)), device), put(np.zeros((3, 2)), device))
+    for routine in ("spmv", "spmm"):
+        got_indptr, got_indices = handed[routine]
+        assert got_indptr.flags.c_contiguous and got_indices.flags.c_contiguous
+        np.testing.assert_array_equal(to_host(got_indptr), [0, 2, 3, 4])
+        np.testing.assert_array_equal(to_host(got_indices), [0, 2, 1, 0])
 
 
 # --------------------------------------------------------------------------

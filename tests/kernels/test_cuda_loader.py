@@ -102,6 +102,18 @@ def test_sources_include_no_external_header():
             assert included in own, f"{path.name} includes {included}"
 
 
+def test_every_kernel_a_launcher_calls_is_in_the_compiled_list():
+    # all_kernels() is what the NVRTC compile test covers: a launcher's kernel
+    # missing from it would first be compiled on a user's GPU.
+    launchers = Path(loader.__file__).parent
+    listed = {(family, name) for family, name, _ in loader.all_kernels()}
+    called = set()
+    for path in sorted(launchers.glob("*.py")):
+        called |= set(re.findall(r'get_function\(\s*"(\w+)",\s*"(\w+)"', path.read_text()))
+    assert called, "no launcher found"
+    assert called <= listed, f"launched but never compiled by the tests: {sorted(called - listed)}"
+
+
 @pytest.mark.parametrize("family,name", sorted({(f, n) for f, n, _ in loader.all_kernels()}))
 def test_every_launched_template_is_defined_in_its_family(family, name):
     text = (loader.kernel_dir() / f"{family}.cu").read_text()

@@ -22,11 +22,12 @@ clipped into ``[0, nnz]``, indices clipped into range, see
 ``gpusparse._kernels``). cuSPARSE does not check its operands: a pointer
 past ``nnz`` or a column out of range makes it read outside the buffers, an
 illegal address that ends every later CUDA call of the process. So a
-structure goes to cuSPARSE only after :func:`_structure_valid` has checked
+structure goes to cuSPARSE only after :func:`_checked_structure` has checked
 it on the device (``gs_csr_check``: one read of ``indptr`` and ``indices``,
 about a third of the traffic of a float64 SpMV, and one synchronisation for
-the answer); a malformed one (built with ``check=False``, or whose buffers
-the caller changed) takes the hand-written kernels. That check is the only
+the answer), and cuSPARSE is handed the very arrays that were checked; a
+malformed or non-canonical one (built with ``check=False``, or whose
+buffers the caller changed) takes the hand-written kernels. That check is the only
 synchronisation of ``spmv`` and ``spmm``; ``spgemm`` also reads its output
 size on the host (documented in the primitive's specification).
 """
@@ -69,24 +70,45 @@ def _refused(routine, exc):
                     "runs instead (C-contiguous operands and int32 indices are the safest for cuSPARSE)")
 
 
-def _structure_valid(indptr, indices, n_rows, n_cols) -> bool:
-    """Whether cuSPARSE may read the CSR structure ``(indptr, indices)`` of ``n_rows`` rows, ``n_cols`` columns.
+def _checked_structure(indptr, indices, n_rows, n_cols):
+    """The CSR structure ``(indptr, indices)`` as cuSPARSE may be handed it, or None where it may not.
 
-    True when ``indptr`` has ``n_rows + 1`` entries from 0 to ``nnz``, never
-    decreasing, and every index lies in ``[0, n_cols)``; both arrays of one
-    index dtype, C-contiguous (as :func:`_cusparse.supports` requires).
-    One pass of ``gs_csr_check`` and one synchronisation.
+    Returns the very arrays that ``gs_csr_check`` read -- C-contiguous and
+    ``_cusparse.ALIGNMENT``-aligned (a copy where the given ones are not) --
+    so that the caller hands cuSPARSE exactly what was checked: ``indptr``
+    of ``n_rows + 1`` entries from 0 to ``nnz``, never decreasing, every
+    index in ``[0, n_cols)``, the indices strictly increasing within each
+    row (canonical, as SpGEMM assumes), both of one index dtype. None for
+    anything else. One pass of ``gs_csr_check`` and one synchronisation.
     """
     n_rows, n_cols, nnz = int(n_rows), int(n_cols), int(indices.shape[0])
     if indptr.shape != (n_rows + 1,) or indptr.dtype != indices.dtype:
-        return False
+        return None
+    indptr, indices = (a if a.flags.c_contiguous and _cusparse.aligned(a) else a.copy(order="C")
+                       for a in (indptr, indices))
     invalid = cupy.zeros(1, dtype=np.int32)
     items = max(n_rows + 1, nnz)
     kernel = get_function("compress", "gs_csr_check", (indptr.dtype,))
     kernel((min(_blocks(items), _CHECK_MAX_BLOCKS),), (_THREADS,),
-           (cupy.ascontiguousarray(indptr), np.int64(n_rows), cupy.ascontiguousarray(indices), np.int64(nnz),
-            np.int64(n_cols), invalid))
-    return not int(invalid.get()[0])  # sync: cuSPARSE or the bounds-safe kernel?
+           (indptr, np.int64(n_rows), indices, np.int64(nnz), np.int64(n_cols), invalid))
+    if int(invalid.get()[0]):  # sync: cuSPARSE or the bounds-safe kernel?
+        return None
+    return indptr, indices
+
+
+def _as_index(arr, dtype):
+    """``arr`` as a C-contiguous array of the index ``dtype``; a narrowing cast saturates, never wraps.
+
+    An int64 index past int32 becomes the int32 extreme on its side: still
+    out of range, so the structure check refuses it instead of reading a
+    wrapped, valid-looking index.
+    """
+    dtype = np.dtype(dtype)
+    if arr.dtype != dtype and not np.can_cast(arr.dtype, dtype, casting="safe"):
+        info = np.iinfo(dtype)
+        arr = cupy.clip(arr, arr.dtype.type(max(info.min, np.iinfo(arr.dtype).min)),
+                        arr.dtype.type(min(info.max, np.iinfo(arr.dtype).max)))
+    return cupy.ascontiguousarray(arr, dtype=dtype)
 
 
 def _scale_in_place(out, beta):
@@ -151,10 +173,12 @@ def spmv(indptr, indices, data, shape, x, y, alpha=1, beta=0, trans="N"):
         _scale_in_place(y, beta)
         return
     # cuSPARSE writes y in place: an unaligned y (a view) takes our kernel.
-    if _cusparse.supports("spmv", data.dtype, indptr.dtype, indices.dtype, trans=trans) and _cusparse.aligned(y) \
-            and _structure_valid(indptr, indices, shape[0], shape[1]):
+    checked = None
+    if _cusparse.supports("spmv", data.dtype, indptr.dtype, indices.dtype, trans=trans) and _cusparse.aligned(y):
+        checked = _checked_structure(indptr, indices, shape[0], shape[1])
+    if checked is not None:
         try:
-            _cusparse.spmv(indptr, indices, data, shape, x, y, alpha, beta, trans)
+            _cusparse.spmv(*checked, data, shape, x, y, alpha, beta, trans)
             return
         except _cusparse.library_error() as exc:  # refused before computing: run our kernel
             _refused("SpMV", exc)
@@ -168,13 +192,15 @@ def spmm(indptr, indices, data, shape, b, out, alpha=1, beta=0, trans="N"):
     if indices.shape[0] == 0 or b.shape[0] == 0:
         _scale_in_place(out, beta)
         return
-    if _cusparse.supports("spmm", data.dtype, indptr.dtype, indices.dtype, trans=trans) and _cusparse.aligned(out) \
-            and _structure_valid(indptr, indices, shape[0], shape[1]):
+    checked = None
+    if _cusparse.supports("spmm", data.dtype, indptr.dtype, indices.dtype, trans=trans) and _cusparse.aligned(out):
+        checked = _checked_structure(indptr, indices, shape[0], shape[1])
+    if checked is not None:
         order = "C" if out.flags.c_contiguous else "F"
         if not (b.flags.c_contiguous if order == "C" else b.flags.f_contiguous):
             b = cupy.asarray(b, order=order)  # cuSPARSE wants B and C in one order
         try:
-            _cusparse.spmm(indptr, indices, data, shape, b, out, alpha, beta, trans)
+            _cusparse.spmm(*checked, data, shape, b, out, alpha, beta, trans)
             return
         except _cusparse.library_error() as exc:  # refused before computing: run our kernel
             _refused("SpMM", exc)
@@ -284,13 +310,15 @@ def spgemm(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape):
         nnz_fits = max(int(a_indices.shape[0]), int(b_indices.shape[0])) <= np.iinfo(np.int32).max
         index_dtype = np.dtype(np.int32) if nnz_fits else _I64
     if _cusparse.supports("spgemm", dtype, index_dtype):
-        args = [cupy.ascontiguousarray(x, dtype=index_dtype) for x in (a_indptr, a_indices, b_indptr, b_indices)]
+        args = [_as_index(x, index_dtype) for x in (a_indptr, a_indices, b_indptr, b_indices)]
         m, k_dim, n = (int(s) for s in shape)
-        # Checked after the cast: an int64 index past int32 wraps into another value.
-        if not (_structure_valid(args[0], args[1], m, k_dim) and _structure_valid(args[2], args[3], k_dim, n)):
+        # Checked after the (saturating) cast, and cuSPARSE gets the checked arrays.
+        a_checked = _checked_structure(args[0], args[1], m, k_dim)
+        b_checked = _checked_structure(args[2], args[3], k_dim, n) if a_checked is not None else None
+        if b_checked is None:
             return _spgemm_esc(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape)
         try:
-            return _cusparse.spgemm(args[0], args[1], a_data, args[2], args[3], b_data, shape)
+            return _cusparse.spgemm(*a_checked, a_data, *b_checked, b_data, shape)
         except _cusparse.library_error() as exc:  # e.g. not enough memory for its work estimation
             _refused("SpGEMM", exc)
             return _spgemm_esc(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape)

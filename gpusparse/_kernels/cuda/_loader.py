@@ -222,6 +222,7 @@ def all_kernels() -> "tuple[tuple[str, str, tuple], ...]":
     specs.append(("compress", "gs_compress", (np.dtype(np.int32), i64)))
     for idx in INDEX_DTYPES:
         specs.append(("compress", "gs_expand", (idx,)))
+        specs.append(("compress", "gs_csr_check", (idx,)))
     for word in WORD_DTYPES:
         specs.append(("scatter", "gs_scatter_rows", (word,)))
         specs.append(("scatter", "gs_gather_rows", (word,)))
