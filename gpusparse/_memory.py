@@ -237,7 +237,7 @@ def operation(name: str):
 
 
 def current_operation() -> "str | None":
-    """The name given by the innermost-but-outermost :func:`operation` block, or None."""
+    """The name of the outermost enclosing :func:`operation` block, or None."""
     return _operation.get()
 
 
