@@ -5,6 +5,8 @@
 #   make kernels-check  compile every cuda_kernels/*.cu with nvcc (skipped without nvcc)
 #   make emulation-test  the CUDA tests on the CPU execution harness (no GPU needed)
 #   make emulation-memcheck  the same kernel tests with AddressSanitizer
+#   make gpu-cost     launches, syncs and device memory of every operation on the emulated
+#                     device, checked against benchmarks/gpu_cost_budgets.json (about 30 s)
 #   make fuzz         the fuzzers of tests/fuzz with a long budget (FUZZ_PROFILE=fuzz), statistics
 #   make wheel-check  sdist -> wheel from the sdist -> fresh venv -> check the install
 #   make pytest       pytest only (PYTEST_ARGS="-m 'not slow'" etc.)
@@ -25,6 +27,7 @@ FUZZ_PROFILE ?= fuzz
 DEMO_ARGS   ?=
 BENCH_ARGS  ?=
 GPU_REPORT_ARGS ?=
+GPU_COST_ARGS ?=
 
 comma    := ,
 BIN      := $(VENV)/bin
@@ -34,7 +37,7 @@ stamp     = $(VENV)/.installed-$(subst $(comma),-,$(1))
 
 .DEFAULT_GOAL := help
 .PHONY: help venv demo test kernels-check wheel-check pytest emulation-test emulation-memcheck fuzz bench \
-	gpu-report clean distclean
+	gpu-report gpu-cost clean distclean
 
 help:
 	@sed -n '/^#/!q; s/^# \{0,1\}//p' Makefile
@@ -52,7 +55,7 @@ venv: $(call stamp,$(EXTRAS))
 demo: $(call stamp,demo)
 	$(BIN)/python -m gpusparse.demo $(DEMO_ARGS)
 
-test: kernels-check wheel-check pytest emulation-test
+test: kernels-check wheel-check pytest emulation-test gpu-cost
 
 kernels-check:
 	bash tools/check_cuda_kernels.sh
@@ -103,6 +106,12 @@ bench: $(call stamp,bench)
 # sizes and limits are documented in benchmarks/gpu_report.py.
 gpu-report:
 	PYTHONPATH=. python3 -m benchmarks.gpu_report $(GPU_REPORT_ARGS)
+
+# Launches, syncs and device memory of every public operation on the emulated
+# CUDA device, compared with the reviewed budgets; run after emulation-test,
+# whose kernels it reuses from the compile cache.
+gpu-cost: $(call stamp,$(EXTRAS))
+	GPUSPARSE_CUDA_EMULATION=1 $(BIN)/python -m benchmarks.gpu_cost --check $(GPU_COST_ARGS)
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .hypothesis
