@@ -409,3 +409,26 @@ def test_smallest_files_the_size_line_allows_still_read(tmp_path, kind, how):
         return
     # the engine (and so SciPy) fills a short array file with zeros; where it reads one, both agree
     assert_sparse_equal(got, scipy.io.mmread(io.BytesIO(short)))
+
+
+_CRASHERS = [b"2 1 2\x0c", b"2 1 2 ", b"2 1 2\t", b"2 1 2\r", b"2 1 2\x0b1", b"2 1 2\x00", b"2\x00 1 2\n"]
+
+
+@pytest.mark.parametrize("how", ["", ".gz", "stream"])
+@pytest.mark.parametrize("last", _CRASHERS)
+def test_last_lines_that_crash_the_engine(tmp_path, last, how):
+    import subprocess
+    import sys
+    text = b"%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1\n" + last
+    path = tmp_path / f"x.mtx{how if how != 'stream' else ''}"
+    path.write_bytes(gzip.compress(text) if how == ".gz" else text)
+    code = ("import io, sys, gpusparse as gs\n"
+            "src = io.BytesIO(open(sys.argv[1], 'rb').read()) if sys.argv[2] == 'stream' else sys.argv[1]\n"
+            "try:\n    print(gs.io.mmread(src).todense().tolist())\n"
+            "except gs.io.FileFormatError as exc:\n    print('FileFormatError', exc)\n")
+    out = subprocess.run([sys.executable, "-c", code, str(path), how], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]  # fast_matrix_market 1.7 (and scipy.io.mmread) segfault here
+    if b"\x00" in last:
+        assert out.stdout.startswith("FileFormatError") and "NUL byte" in out.stdout
+    else:
+        assert out.stdout.strip() == "[[1.0, 0.0], [2.0, 0.0]]"

@@ -468,6 +468,10 @@ def read_binsparse(path, dataset=None, device=None, *, check=True):
                 raise FileFormatError(f"{where}: dataset {key!r} cannot be read: {exc}") from exc
 
         x = from_binsparse(descriptor, read, where, check, inspect)
+    except (OSError, KeyError, RuntimeError) as exc:  # HDF5 structures damaged inside a file that opened
+        if isinstance(exc, FileFormatError):
+            raise
+        raise FileFormatError(f"{name}: the HDF5 file is damaged: {type(exc).__name__}: {exc}") from exc
     finally:
         if f is not None:
             f.close()

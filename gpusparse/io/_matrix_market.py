@@ -123,11 +123,19 @@ def _read_header_bytes(stream) -> bytes:
 
 
 class _Chain(io.RawIOBase):
-    """A stream of ``prefix`` (a list of byte strings) followed by what is left of ``rest``."""
+    """A stream of ``prefix`` (a list of byte strings), what is left of ``rest``, and a final newline.
+
+    The newline is added when the text does not end with one: the engine
+    (fast_matrix_market 1.7, also inside SciPy) reads past its buffer and
+    crashes the process on a last line without newline that has anything
+    after its last number (a space, a tab, a form feed); a newline at the
+    end changes the meaning of no file.
+    """
 
     def __init__(self, prefix, rest):
         super().__init__()
         self._parts, self._rest = collections.deque(prefix), rest
+        self._last, self._ended = b"\n", False
 
     def readable(self):
         return True
@@ -136,10 +144,17 @@ class _Chain(io.RawIOBase):
         while self._parts and not self._parts[0]:
             self._parts.popleft()
         if not self._parts:
-            data = self._rest.read(len(buffer))
+            data = b"" if self._ended else self._rest.read(len(buffer))
+            if not data and not self._ended:
+                self._ended = True
+                data = b"\n" if self._last != b"\n" and len(buffer) else b""
         else:
             data = self._parts[0][:len(buffer)]
             self._parts[0] = self._parts[0][len(data):]
+        if data:
+            self._last = data[-1:]
+            if b"\0" in data:  # no Matrix Market text has one, and the engine's number parser crashes on it
+                raise ValueError("a NUL byte in the text")
         buffer[:len(data)] = data
         return len(data)
 
@@ -189,13 +204,13 @@ def _source(source, progress, fmm=None, name=None):
             except (ValueError, RuntimeError, OverflowError) as exc:
                 raise _fail(name, exc) from exc
             _check_claim(name, header, size)
-        if opener is None and type(bar).__name__ == "_NoBar":
+        if opener is None and type(bar).__name__ == "_NoBar" and _plain_text(path):
             yield str(path)  # the engine reads a plain file itself, with its threads
             return
         with open(path, "rb") as raw:
             counted = CountingReader(raw, bar)
             if opener is None:
-                yield counted
+                yield counted if fmm is None else io.BufferedReader(_Chain([], counted), buffer_size=_CHUNK)
             else:
                 with opener(counted, "rb") as stream:
                     try:
@@ -205,6 +220,21 @@ def _source(source, progress, fmm=None, name=None):
                     yield bounded
     finally:
         bar.close()
+
+
+def _plain_text(path) -> bool:
+    """Whether the engine may read ``path`` itself: no NUL byte, empty or ending with a newline.
+
+    Other files go through :class:`_Chain`, which refuses NUL bytes and
+    adds the final newline.
+    """
+    last = b"\n"
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK * 16):
+            if b"\0" in chunk:
+                return False
+            last = chunk[-1:]
+    return last == b"\n"
 
 
 def _damaged(name, exc) -> FileFormatError:

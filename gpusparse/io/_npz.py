@@ -173,8 +173,12 @@ class _Archive:
                 shape, _, dtype = np.lib.format.read_array_header_1_0(stream)
             elif version == (2, 0):
                 shape, _, dtype = np.lib.format.read_array_header_2_0(stream)
-            else:
-                shape, _, dtype = np.lib.format._read_array_header(stream, version)
+            else:  # 3.0 (UTF-8 field names), read by NumPy's own parser where it offers one
+                impl = getattr(np.lib, "_format_impl", np.lib.format)
+                parse = getattr(impl, "_read_array_header", None)
+                if parse is None:
+                    raise FileFormatError(f"{field}: .npy format version {version} is not read")
+                shape, _, dtype = parse(stream, version)
             start = stream.tell()
         if not dtype.hasobject and math.prod(shape) * dtype.itemsize > info.file_size - start:
             raise FileFormatError(f"{field}: its .npy header claims shape {shape} of {dtype} "
@@ -188,8 +192,8 @@ class _Archive:
             self._check_member(key)
         except FileFormatError:
             raise
-        except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
-            raise FileFormatError(f"{self.name}: field {key!r} cannot be read: {exc}") from exc
+        except Exception as exc:  # a damaged member or .npy header: NumPy's parser raises what its tokenizer does
+            raise FileFormatError(f"{self.name}: field {key!r} cannot be read: {type(exc).__name__}: {exc}") from exc
         try:
             value = self.npz[key]
         except Exception as exc:  # a damaged member, an object array refused without pickle
@@ -202,7 +206,10 @@ class _Archive:
         value = self.get(key)
         if value.ndim != 0 or value.dtype.kind not in "SU":
             raise FileFormatError(f"{self.name}: field {key!r} must be a text scalar, got {value.dtype} {value.shape}")
-        value = value.item()
+        try:
+            value = value.item()
+        except (SystemError, ValueError, OverflowError) as exc:  # UTF-32 code units beyond U+10FFFF
+            raise FileFormatError(f"{self.name}: field {key!r} is not valid text: {exc}") from exc
         try:
             return value.decode("ascii") if isinstance(value, bytes) else value
         except UnicodeDecodeError as exc:
