@@ -71,6 +71,8 @@ class _Case:
     def __init__(self, kind, nodes, ctx):
         from benchmarks.bench_linalg import matrix
         torch = _torch()
+        if ctx.is_cuda and not torch.cuda.is_available():
+            raise Skip("torch has no CUDA (the autograd layer takes CUDA tensors)")
         self.kind = kind
         a = matrix("rmat", nodes)
         dev = torch.device("cuda" if ctx.is_cuda else "cpu")

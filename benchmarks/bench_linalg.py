@@ -274,7 +274,7 @@ def _spmm_impls(ctx):
         return lambda: _graphblas.wait(a.mxm(xg, plus_times).new())
 
     def cupyx_impl(op, x):
-        import cupyx.scipy.sparse as csp
+        csp = need("cupyx.scipy.sparse", "cupyx")
         a = csp.csr_matrix((op.arrays[2], op.arrays[1], op.arrays[0]), shape=op.host.shape)
         a.has_canonical_format = True
         return lambda: a @ x
@@ -327,7 +327,7 @@ def _spgemm_impls(ctx):
         return lambda: _graphblas.wait(a.mxm(a, plus_times).new())
 
     def cupyx_impl(op):
-        import cupyx.scipy.sparse as csp
+        csp = need("cupyx.scipy.sparse", "cupyx")
         a = csp.csr_matrix((op.arrays[2], op.arrays[1], op.arrays[0]), shape=op.host.shape)
         a.has_canonical_format = True
         return lambda: a @ a

@@ -99,13 +99,23 @@ class _Input:
         if not kept:
             value = self.values.sum() if op == "sum" else self.values.max()
             return np.zeros(1, np.int64), np.array([value])
-        kept_shape = tuple(self.shape[a] for a in kept)
-        gkeys = linearize(self.coords[kept], kept_shape)
-        order = np.argsort(gkeys, kind="stable")
-        gkeys, vals = gkeys[order], self.values[order]
-        uniq, starts = np.unique(gkeys, return_index=True)
+        uniq, starts, vals = self._groups(tuple(kept))
         red = np.add.reduceat(vals, starts) if op == "sum" else np.maximum.reduceat(vals, starts)
         return uniq, red
+
+    @functools.lru_cache(maxsize=8)  # noqa: B019 (a few inputs per run; sum and max share the grouping)
+    def _groups(self, kept):
+        """``(group keys, group starts, values in group order)`` over the ``kept`` axes."""
+        kept = list(kept)
+        gkeys = linearize(self.coords[kept], tuple(self.shape[a] for a in kept))
+        if gkeys.size > 1 and bool((gkeys[1:] >= gkeys[:-1]).all()):  # kept axes lead: already in order
+            vals = self.values
+        else:
+            order = np.argsort(gkeys, kind="stable")
+            gkeys, vals = gkeys[order], self.values[order]
+        starts = np.flatnonzero(np.concatenate([[True], gkeys[1:] != gkeys[:-1]])) if gkeys.size else \
+            np.zeros(0, np.int64)
+        return gkeys[starts], starts, vals
 
 
 class _Case:
