@@ -21,27 +21,47 @@
 Each option ``name`` is read from the environment variable
 ``GPUSPARSE_<NAME>`` (``1``/``true``/``yes``/``on`` or
 ``0``/``false``/``no``/``off``) for the whole process; :func:`set_options`
-overrides the environment, for the rest of the program or inside a ``with``
-block.
+overrides the environment, in two ways:
+
+* ``gs.set_options(auto_densify=True)`` as a statement sets the option for
+  the whole process, from then on: every thread sees it, threads started
+  before it included (a ``ThreadPoolExecutor``'s workers, Dask's threaded
+  scheduler, DataLoader threads). A later statement replaces it.
+* ``with gs.set_options(auto_densify=True): ...`` sets it only for the code
+  inside the block, in the thread (or asyncio task) that runs it -- it lives
+  in a :class:`contextvars.ContextVar` -- and restores the previous value
+  on exit. Other threads keep seeing the process-wide value meanwhile. Pass
+  the call to ``with`` directly: an object made by ``set_options`` outside a
+  ``with`` has set the process-wide value already, and entering it later
+  moves the setting into the block (restoring the process-wide value).
+
+Inside a ``with`` block, the block's values win over the process-wide
+ones; a statement inside a block changes the process-wide value and lifts
+the block's own setting of those options, so the statement holds at once.
 
 Reductions and conversions are not cached (pydata's ``enable_caching``):
 a repeated ``x.sum(axis=0)`` or ``x.T`` costs what it cost the first time,
 and components shared with other libraries may change behind a cache's
 back (see ``SparseArray.check``). Keep a result you need again.
-
-Options live in a :class:`contextvars.ContextVar`, so a ``with`` block
-changes them only for the thread (or asyncio task) that runs it.
 """
 
 from __future__ import annotations
 
 import contextvars
+import dis
+import functools
 import os
+import sys
+import threading
 
 __all__ = ["get_options", "set_options"]
 
 _DEFAULTS = {"auto_densify": False, "warn_on_too_dense": False}
+#: ``with set_options(...)`` blocks: local to a thread or asyncio task.
 _overrides: contextvars.ContextVar[dict] = contextvars.ContextVar("gpusparse_options", default={})
+#: ``set_options(...)`` statements: one process-wide dict, replaced whole (never changed in place).
+_process: dict = {}
+_process_lock = threading.Lock()
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("", "0", "false", "no", "off")
@@ -67,8 +87,7 @@ def get_options() -> dict:
     ...     gs.get_options()["auto_densify"]
     True
     """
-    current = _overrides.get()
-    return {name: current[name] if name in current else _from_environment(name) for name in _DEFAULTS}
+    return {name: get_option(name) for name in _DEFAULTS}
 
 
 def get_option(name: str):
@@ -76,11 +95,48 @@ def get_option(name: str):
     if name not in _DEFAULTS:
         raise ValueError(f"unknown option {name!r}; options are {sorted(_DEFAULTS)}")
     current = _overrides.get()
-    return current[name] if name in current else _from_environment(name)
+    if name in current:
+        return current[name]
+    process = _process
+    return process[name] if name in process else _from_environment(name)
+
+
+_WITH_OPCODES = frozenset({"BEFORE_WITH", "SETUP_WITH", "BEFORE_ASYNC_WITH", "SETUP_ASYNC_WITH"})
+
+
+@functools.lru_cache(maxsize=256)
+def _enters_with(code, offset) -> "bool | None":
+    """Whether the call at ``offset`` in ``code`` is the expression of a ``with`` statement.
+
+    None where the bytecode does not tell (another interpreter).
+    """
+    following = [ins.opname for ins in dis.get_instructions(code) if ins.offset > offset][:3]
+    if not following:
+        return None
+    if following[0] in _WITH_OPCODES:
+        return True
+    # Python 3.14: COPY 1; LOAD_SPECIAL __exit__ ...
+    return following[0] == "COPY" and len(following) > 1 and following[1] == "LOAD_SPECIAL"
+
+
+def _called_in_with(depth: int) -> "bool | None":
+    try:
+        frame = sys._getframe(depth + 1)
+        return _enters_with(frame.f_code, frame.f_lasti)
+    except Exception:  # noqa: BLE001 -- no frame introspection: treat as a statement
+        return None
 
 
 class set_options:
-    """Set options now; used as a context manager, restore them on exit.
+    """Set options for the whole process, or, as a ``with`` block, for the block only.
+
+    ``gs.set_options(name=value)`` as a statement sets the options for
+    every thread of the process from then on, threads already running
+    included. ``with gs.set_options(name=value): ...`` sets them only
+    inside the block and only for the thread (or asyncio task) running it
+    (a :class:`contextvars.ContextVar`), restoring them on exit; other
+    threads are not affected. See :mod:`gpusparse._options` for the
+    environment variables and the precedence.
 
     Parameters
     ----------
@@ -91,6 +147,13 @@ class set_options:
     warn_on_too_dense : bool, optional
         Warn (``GpuSparseEfficiencyWarning``) when an array is built whose
         sparse form takes at least as much memory as its dense form.
+
+    Raises
+    ------
+    ValueError
+        An unknown option name.
+    TypeError
+        A value that is not a bool.
 
     Examples
     --------
@@ -110,11 +173,48 @@ class set_options:
                 raise ValueError(f"unknown option {name!r}; options are {sorted(_DEFAULTS)}")
             if not isinstance(value, (bool, int)) or isinstance(value, int) and value not in (0, 1):
                 raise TypeError(f"{name} must be a bool, got {value!r}")
-        self._token = _overrides.set({**_overrides.get(), **{k: bool(v) for k, v in options.items()}})
+        self._options = {k: bool(v) for k, v in options.items()}
+        self._token = self._previous = None
+        if _called_in_with(1):
+            self._set_local()
+        else:
+            self._set_process_wide()
+
+    def _set_local(self):
+        self._token = _overrides.set({**_overrides.get(), **self._options})
+
+    def _set_process_wide(self):
+        global _process
+        with _process_lock:
+            self._previous = {name: _process.get(name, _UNSET) for name in self._options}
+            _process = {**_process, **self._options}
+        current = _overrides.get()
+        if any(name in current for name in self._options):
+            _overrides.set({k: v for k, v in current.items() if k not in self._options})
+
+    def _undo_process_wide(self):
+        global _process
+        with _process_lock:
+            process = dict(_process)
+            for name, before in self._previous.items():
+                if process.get(name, _UNSET) is self._options[name]:  # not replaced since
+                    if before is _UNSET:
+                        process.pop(name, None)
+                    else:
+                        process[name] = before
+            _process = process
+        self._previous = None
 
     def __enter__(self):
+        if self._token is None:  # made outside the with statement: move the setting into the block
+            self._undo_process_wide()
+            self._set_local()
         return self
 
     def __exit__(self, *exc):
         _overrides.reset(self._token)
+        self._token = None
         return False
+
+
+_UNSET = object()

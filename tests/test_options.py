@@ -102,3 +102,91 @@ def test_options_listed_and_validated(monkeypatch):
     monkeypatch.setenv("GPUSPARSE_WARN_ON_TOO_DENSE", "maybe")
     with pytest.raises(ValueError, match="GPUSPARSE_WARN_ON_TOO_DENSE"):
         gs.get_options()
+
+
+# --------------------------------------------------------------------------
+# Threads: a statement is process-wide, a with block local to its thread
+# --------------------------------------------------------------------------
+
+_THREADS_SCRIPT = r'''
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import gpusparse as gs
+
+device = {device!r}
+x = gs.COO(np.array([[0, 2]]), np.array([1.0, 2.0]), shape=(3,), device=device)
+xp = gs._device.xp_for(gs.Device.parse(device))
+dense = xp.asarray(np.arange(3.0))
+expected = np.array([1.0, 1.0, 4.0])  # the dense oracle of x + arange(3)
+
+
+def plus_dense():
+    """x + dense: the dense sum with auto_densify on, ValueError without."""
+    try:
+        return np.asarray(gs._device.to_host(x + dense)).tolist()
+    except ValueError as exc:
+        assert "dense" in str(exc), exc
+        return "refused"
+
+
+pool = ThreadPoolExecutor(2)
+assert pool.submit(plus_dense).result() == "refused"  # the workers run before the setting
+asked, answer = threading.Event(), []
+early = threading.Thread(target=lambda: (asked.wait(), answer.append(plus_dense())), daemon=True)
+early.start()
+
+gs.set_options(auto_densify=True)  # a statement: the whole process, from now on
+assert plus_dense() == expected.tolist()
+assert pool.submit(plus_dense).result() == expected.tolist(), "pool worker"
+asked.set()
+early.join()
+assert answer == [expected.tolist()], ("thread started before", answer)
+assert gs.get_options()["auto_densify"] is True
+
+# A with block stays in its thread.
+inside, leave = threading.Event(), threading.Event()
+def local_block():
+    with gs.set_options(auto_densify=False):
+        assert plus_dense() == "refused"
+        inside.set()
+        leave.wait()
+    return plus_dense()
+future = pool.submit(local_block)
+inside.wait()
+assert plus_dense() == expected.tolist(), "a with block of another thread leaked"
+leave.set()
+assert future.result(60) == expected.tolist(), "the block did not restore the process-wide value"
+
+# A statement inside a block holds at once and everywhere; the block restores only its own setting.
+with gs.set_options(warn_on_too_dense=True, auto_densify=True):
+    gs.set_options(auto_densify=False)
+    assert plus_dense() == "refused"
+    assert pool.submit(plus_dense).result() == "refused"
+    assert gs.get_options()["warn_on_too_dense"] is True
+    assert pool.submit(lambda: gs.get_options()["warn_on_too_dense"]).result() is False
+assert plus_dense() == "refused" and gs.get_options()["warn_on_too_dense"] is False
+
+# An object made outside the with statement moves its setting into the block on entry.
+options = gs.set_options(auto_densify=True)
+with options:
+    assert plus_dense() == expected.tolist()
+    assert pool.submit(plus_dense).result() == "refused"
+assert plus_dense() == "refused"
+pool.shutdown()
+print("ok")
+'''
+
+
+def test_statement_is_process_wide_with_block_is_thread_local(device):
+    """Run in a fresh interpreter: a process-wide setting must not leak into other tests."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUSPARSE_AUTO_DENSIFY")}
+    env.pop("GPUSPARSE_WARN_ON_TOO_DENSE", None)
+    result = subprocess.run([sys.executable, "-c", _THREADS_SCRIPT.format(device=str(device))],
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr[-3000:]
