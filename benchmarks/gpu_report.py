@@ -4,82 +4,81 @@ Usage, from the repository root, with the system Python (no virtual
 environment, no network needed)::
 
     PYTHONPATH=. python3 -m benchmarks.gpu_report [--out benchmarks/results]
-        [--budget 540] [--stages tests,bench-cuda] [--test-devices cuda]
+        [--budget 540] [--stages tests,bench-cuda] [--test-devices cuda] [--emulate]
 
 Records the GPU (``nvidia-smi``, else CuPy), the date, the git commit (or
 ``GPUSPARSE_COMMIT`` where there is no ``.git``) and library versions, then
 runs the chosen stages, each in its own process with its own timeout, so
 that a failure or a hang in one is recorded and the next still runs. The
-defaults fit a GPU machine where one command may run about 10 minutes: a
-``--budget`` of 540 s for ``tests`` (at most 300 s) and ``bench-cuda`` (the
-rest), in one command of about 560 s.
+defaults fit one command of at most 540 s (``--budget``): ``tests`` (at
+most 250 s) then ``bench-cuda`` (the rest, at least 150 s).
+
+Every stage runs with ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` (JAX takes
+GPU memory as it needs it instead of 75 % of it in the first process).
 
 ``tests``
     ``python3 -m pytest -q -p no:cacheprovider -p benchmarks._outcome_log_plugin
-    --junitxml=... -rfE --tb=short -m "not slow" -n <cores, at most 16>
-    --dist=worksteal --max-worker-restart=200 --timeout=120
-    --timeout-method=thread tests``, with ``GPUSPARSE_TEST_DEVICES=cuda``
-    (``--test-devices``: CI tests the CPU path on every commit, so only the
-    CUDA parametrisations and the device-independent tests run) and
-    ``GPUSPARSE_HYPOTHESIS_PROFILE=ci`` unless the environment sets it. The
-    ``slow`` tests (wheel builds, Numba cache warm-ups in subprocesses: CPU
-    only) are left out (``--test-markers``). pytest-xdist (``-n``, at most
-    16 workers, ``--workers``), pytest-timeout and ``-p no:benchmark``
-    (pytest-benchmark disabled: no test uses it, and it warns under xdist)
-    are used where they are installed. The timeout's thread method ends a
-    worker that hangs even inside a CUDA call, and a worker whose CUDA
-    context is poisoned exits (``tests/conftest.py``); xdist replaces both,
-    up to 200 times. Every outcome is appended to an outcome log
-    (:mod:`benchmarks._outcome_log_plugin`) as it happens, so a run stopped
-    at its timeout still reports every test that finished, with its
-    message. Counts, failures and skip reasons come from the JUnit XML, and
-    from the outcome log where pytest was stopped before writing it; each
-    failure carries the end of its traceback from the outcome log.
+    --junitxml=... -rfE --tb=short -m "gpu and not slow" [-n <cores, at most
+    16> --dist=worksteal --max-worker-restart=200] [--timeout=60
+    --timeout-method=thread] tests``, with ``GPUSPARSE_TEST_DEVICES=cuda``:
+    only the CUDA parametrisations (CI tests the CPU path and the
+    device-independent tests on every commit; ``--test-markers``,
+    ``--test-devices``, ``--test-paths``) and
+    ``GPUSPARSE_HYPOTHESIS_PROFILE=ci`` unless the environment sets it.
+    Each test process gets ``cores // workers`` threads (``NUMBA_NUM_THREADS``,
+    ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``).
+    pytest-xdist, pytest-timeout and ``-p no:benchmark`` are used where they
+    are installed. Every outcome is appended to an outcome log
+    (:mod:`benchmarks._outcome_log_plugin`) as it happens, with its kind
+    (``failed``, ``error``, ``timeout`` with the stack of every thread when
+    the time ran out, ``crashed`` with the fatal signal and its stack), and
+    the log is copied to ``$OUT`` every :data:`TICK_S` seconds, so a run
+    stopped at any moment reports every test that finished. A test that
+    hangs is ended by pytest-timeout, or without it by the plugin (after
+    ``--test-timeout`` seconds); a pytest process that dies (a crash without
+    pytest-xdist) has its test recorded from its stack file and pytest
+    resumes with the tests not yet reported (:func:`run_tests`). Tests
+    collected but never reported are listed.
 ``sanitizer``
     ``compute-sanitizer --tool memcheck python3 -m pytest tests/kernels -q -x``
     with CuPy's memory pool off (``benchmarks._sanitizer_plugin``) so that
     memcheck sees each array's bounds; its ``ERROR SUMMARY`` is recorded.
     Skipped when ``compute-sanitizer`` or ``tests/kernels`` is missing.
 ``bench-cuda``
-    ``python3 -m benchmarks.run --device cuda --target-time 0.2`` once per
-    module, each in its own process, most important first
-    (``--bench-modules``, default
-    ``linalg,coalesce,elementwise,reductions,indexing,manipulation,autograd``):
-    a module that overruns its time, hangs or breaks its CUDA context costs
-    only its own rows. Each module may use the time left but the least that
-    every later one is promised (:data:`BENCH_CUDA_PLAN`), so the first ones
-    get their figures and the later ones at least their first cases. Rows
-    are saved as they are measured, so a module stopped at its limit keeps
-    them. The rows of all modules go to ``--out`` as one
-    ``<date>-cuda-<gpu>.{json,md}``. GPU calls take milliseconds, so 0.2 s
-    of timed repeats (at least five) per measurement is enough.
+    ``python3 -m benchmarks.run --device cuda --target-time 0.2 --only
+    bench_<module> --size <size>`` once per module, each in its own process,
+    most important first (:data:`BENCH_CUDA_PLAN`: linalg, coalesce,
+    elementwise, reductions, indexing, manipulation, autograd, io, dask;
+    ``--bench-modules``). The stage's time is split in the plan's shares
+    (:func:`bench_cuda_plan`); a module may use its share plus what the
+    earlier ones left, so one that overruns costs only its own rows. Rows
+    are saved as they are measured; the rows of all modules go to ``--out``
+    as one ``<date>-cuda-<gpu>.{json,md}``, rewritten (and copied to
+    ``$OUT``) after every module. The sizes keep each module's host-side
+    set-up to a few seconds; ``--full-size`` runs the modules' own sizes.
 ``bench-cpu``
     ``python3 -m benchmarks.run --device cpu --quick`` (a smoke test of the
     CPU path on this machine; its rows go into the report).
 
-Problem sizes of ``bench-cuda``: the full GPU sizes (``2**26`` entries,
-``2**24`` SpMV rows) need minutes per module just to build the inputs and
-the reference results on one host core (an R-MAT matrix of ``2**24`` rows
-alone takes minutes; at full size, coalesce and autograd together filled
-180 s), so the report runs smaller ones: ``--size 16777216`` (``2**24``
-entries, about 400 MB of COO input) for coalesce, elementwise, reductions,
-indexing and manipulation, and ``--size 2097152`` for linalg (``2**21``
-SpMV rows, the other products scaled alike: the CPU's full sizes but half
-its SDDMM rows, so the two compare directly); autograd keeps its full
-``2**20`` nodes. Every input still exceeds the GPU's L2 cache several times
-over. ``--full-size`` runs the modules' own sizes, e.g. in a
-benchmark-only run ``--stages bench-cuda --full-size``.
+``--emulate`` runs the whole plan (tests and every benchmark module) on the
+emulated CUDA device (``GPUSPARSE_CUDA_EMULATION=1``, :mod:`benchmarks._emulation`)
+at tiny sizes (``--size 256 --quick``, one timed call per implementation)
+with a small test selection (:data:`EMULATE_TESTS`), within
+:data:`EMULATE_BUDGET` seconds, into a temporary folder unless ``--out`` is
+given; its exit status is 1 unless the report is complete
+(:func:`check_complete`: every collected test has an outcome and passed,
+every module gave rows, no row is in error, every skip has a reason).
 
 The report is ``<out>/<YYYY-MM-DD>-<gpu-slug>.json`` and ``.md``, rewritten
-after every stage (and every minute while the tests run). A later run of
-the same commit on the same day keeps the stages it did not repeat, so a
-run may be split: ``--stages tests`` then ``--stages sanitizer,bench-cuda``.
-A stage that reaches its timeout is interrupted (SIGINT, so that pytest
-still writes its summary and JUnit XML), then terminated. If ``$OUT`` is
-set, at most :data:`MAX_OUT_FILES` files are copied there after every
-stage: the report, the JUnit XML, the outcome log, the CUDA benchmark files
-and ``stage-logs.txt`` with every stage's output. Progress is printed as it
-happens.
+after every stage, every benchmark module and every :data:`TICK_S` seconds
+while the tests run. A later run of the same commit on the same day keeps
+the stages it did not repeat, so a run may be split: ``--stages tests`` then
+``--stages sanitizer,bench-cuda``. A stage that reaches its timeout is
+interrupted (SIGINT, so that pytest still writes its summary), then
+terminated. If ``$OUT`` is set, at most :data:`MAX_OUT_FILES` files are
+copied there each time: the report, the outcome log, the JUnit XML, the
+CUDA benchmark files and ``stage-logs.txt`` with every stage's output.
+Progress is printed as it happens.
 
 Examples
 --------
