@@ -11,6 +11,7 @@ tensor that carries gradients) and shape.
 from __future__ import annotations
 
 import math
+import re
 from typing import NamedTuple
 
 import numpy as np
@@ -180,7 +181,19 @@ def _build_tensor(sp: Sparse):
     return _Pack.apply(sp.layout, sp.index, sp.values, sp.shape, sp.coalesced)
 
 
+_FORMS = ("(indices, values, size) or (indices, values, size, is_coalesced) for COO, "
+          "(crow_indices, col_indices, values, size) for CSR, or COOParts / CSRParts / CSCParts")
+
+#: The names of the index tensors of each layout, as torch calls them.
+_INDEX_NAMES = {"coo": ("indices",), "csr": ("crow_indices", "col_indices"), "csc": ("ccol_indices", "row_indices")}
+
+
 def _tuple_layout(x, name):
+    """The layout of parts tuple ``x``: named tuples by their class, plain ones by their length and last element.
+
+    A plain 4-tuple is COO when it ends in a bool (``is_coalesced``) and CSR
+    when it ends in a size (a tuple, list or ``torch.Size``).
+    """
     if isinstance(x, COOParts):
         return "coo"
     if isinstance(x, CSRParts):
@@ -190,9 +203,13 @@ def _tuple_layout(x, name):
     if len(x) == 3:
         return "coo"
     if len(x) == 4:
-        return "csr"
-    raise TypeError(f"{name} as a tuple must be (indices, values, size) for COO or "
-                    f"(crow_indices, col_indices, values, size) for CSR, got {len(x)} elements")
+        if isinstance(x[3], (bool, np.bool_)):
+            return "coo"
+        if isinstance(x[3], (tuple, list, torch.Size)):
+            return "csr"
+        raise TypeError(f"{name} as a 4-tuple must end in is_coalesced (a bool: COO) or in size (a tuple: "
+                        f"CSR), got {type(x[3]).__name__}; the forms are {_FORMS}")
+    raise TypeError(f"{name} as a tuple must be {_FORMS}; got {len(x)} elements")
 
 
 def _require(condition, message) -> None:
@@ -203,45 +220,119 @@ def _require(condition, message) -> None:
         raise ValueError(message())
 
 
+def _size(size, name):
+    """``size`` as a tuple of non-negative ints (``TypeError`` / ``ValueError`` naming ``name``)."""
+    if torch.compiler.is_compiling():  # symbolic sizes: the shape checks run as torch._check
+        return tuple(size)
+    if isinstance(size, torch.Tensor) or not isinstance(size, (tuple, list, torch.Size)):
+        raise TypeError(f"{name}.size must be a tuple of integers, got {type(size).__name__}")
+    from gpusparse.ops._validate import check_shape
+    return check_shape(tuple(size), f"{name}.size")
+
+
+def _index_tensor(t, name, part, ndim):
+    if not isinstance(t, torch.Tensor) or t.layout != torch.strided:
+        raise TypeError(f"{name}.{part} must be a dense torch tensor, got {type(t).__name__}"
+                        f"{'' if not isinstance(t, torch.Tensor) else ' of layout ' + str(t.layout)}")
+    if t.ndim != ndim or t.dtype not in (torch.int32, torch.int64):
+        raise TypeError(f"{name}.{part} must be a {ndim}-D int64 tensor (int32 for CSR/CSC), got {t.ndim}-D "
+                        f"{t.dtype}")
+
+
+def _check_parts(sp: Sparse, name: str) -> None:
+    """Validate an operand's components; ``TypeError`` / ``ValueError`` naming ``name`` and the part at fault.
+
+    Shapes always; while not compiling also the contents: COO indices inside
+    ``size`` (sorted and unique where flagged coalesced), CSR/CSC
+    ``crow_indices`` running non-decreasing from 0 to nnz, plain indices in
+    range, sorted and unique within each row (column), as torch's invariants
+    require. The contents checks are those of :meth:`gpusparse.SparseArray.check`.
+    """
+    parts = _INDEX_NAMES[sp.layout]
+    values = sp.values
+    if not isinstance(values, torch.Tensor) or values.layout != torch.strided:
+        raise TypeError(f"{name}.values must be a dense torch tensor, got {type(values).__name__}")
+    if values.ndim == 0:
+        raise ValueError(f"{name}.values must have a leading entry dimension, got a 0-D tensor")
+    for t, part in zip(sp.index, parts):
+        _index_tensor(t, name, part, 2 if sp.layout == "coo" else 1)
+    if sp.layout == "coo" and sp.index[0].dtype != torch.int64:
+        raise TypeError(f"{name}.indices must be an int64 tensor of shape (sparse_dim, nnz), got {sp.index[0].dtype}")
+    S = sp.sparse_dim
+    nnz = sp.index[-1].shape[-1]
+    _require(values.shape[0] == nnz, lambda: f"{name}: {values.shape[0]} values for {nnz} {parts[-1]}")
+    if len(sp.shape) != S + values.ndim - 1:
+        raise ValueError(f"{name}.size {sp.shape} has {len(sp.shape)} dimensions, but {name} has {S} sparse and "
+                         f"{values.ndim - 1} dense ones (values of shape {tuple(values.shape)})")
+    for d, (want, got) in enumerate(zip(sp.shape[S:], values.shape[1:])):
+        _require(want == got, lambda: f"{name}.size {sp.shape} ends in {sp.shape[S:]}, but the values' dense "
+                                      f"dimensions are {tuple(values.shape[1:])}")
+    if sp.layout != "coo":
+        major = 0 if sp.layout == "csr" else 1
+        _require(sp.index[0].shape[0] == sp.shape[major] + 1,
+                 lambda: f"{name}.{parts[0]} must have {sp.shape[major] + 1} entries ({name}.size[{major}] + 1), "
+                         f"got {sp.index[0].shape[0]}")
+    if torch.compiler.is_compiling():
+        return
+    from gpusparse.containers import COO, CSC, CSR
+    from gpusparse._components import to_array
+    from gpusparse._device import array_device
+    arrays = to_arrays(*sp.index)
+    zeros = torch.zeros((), dtype=torch.float64, device=values.device).expand((nnz, *sp.shape[S:]))
+    data = to_array(zeros, "values")[0]
+    dev = array_device(data)
+    if sp.layout == "coo":
+        x = COO._from_parts(arrays[0], data, sp.shape, 0.0, dev, sorted=sp.coalesced, unique=sp.coalesced)
+    else:
+        x = (CSR if sp.layout == "csr" else CSC)._from_parts(arrays[0], arrays[1], data, sp.shape, 0.0, dev)
+    try:
+        x.check()
+    except ValueError as e:
+        message = str(e)
+        if sp.layout == "coo":
+            message = re.sub(r"\bcoords\b", "indices", message.replace("x is flagged", "is_coalesced=True promises"))
+        else:
+            message = re.sub(r"\bindices\b", parts[1], re.sub(r"\bindptr\b", parts[0], message))
+        raise ValueError(f"{name}: {message}") from None
+
+
 def as_sparse(x, name: str) -> Sparse:
-    """``x`` (a torch sparse tensor or a parts tuple) as a :class:`Sparse`; ``TypeError`` naming ``name``."""
+    """``x`` (a torch sparse tensor or a parts tuple) as a validated :class:`Sparse`; errors name ``name``."""
     if isinstance(x, torch.Tensor):
         if x.layout == torch.strided:
             raise TypeError(f"{name} must be sparse (a torch sparse tensor or a parts tuple), got a dense tensor")
         values = _Unpack.apply(x) if x.requires_grad else (
             x._values() if x.layout == torch.sparse_coo else x.values())
         if x.layout == torch.sparse_coo:
-            return Sparse("coo", [x._indices()], values, tuple(x.shape), x.is_coalesced(), True)
-        if x.layout == torch.sparse_csr and x.ndim - x.dense_dim() == 2:
-            return Sparse("csr", [x.crow_indices(), x.col_indices()], values, tuple(x.shape), True, True)
-        if x.layout == torch.sparse_csc and x.ndim - x.dense_dim() == 2:
+            sp = Sparse("coo", [x._indices()], values, tuple(x.shape), x.is_coalesced(), True)
+        elif x.layout == torch.sparse_csr and x.ndim - x.dense_dim() == 2:
+            sp = Sparse("csr", [x.crow_indices(), x.col_indices()], values, tuple(x.shape), True, True)
+        elif x.layout == torch.sparse_csc and x.ndim - x.dense_dim() == 2:
             if x.requires_grad and x.grad_fn is None:
                 raise ValueError(f"{name} is a CSC leaf tensor that requires grad, and torch cannot accumulate "
                                  "CSC gradients; pass CSCParts(ccol_indices, row_indices, values, size) with "
                                  "values requiring grad, or a CSR tensor")
-            return Sparse("csc", [x.ccol_indices(), x.row_indices()], values, tuple(x.shape), True, True)
-        raise TypeError(f"{name} has layout {x.layout} (or batch dimensions), which gpusparse.autograd does "
-                        "not take; convert it with to_sparse_coo()")
+            sp = Sparse("csc", [x.ccol_indices(), x.row_indices()], values, tuple(x.shape), True, True)
+        else:
+            raise TypeError(f"{name} has layout {x.layout} (or batch dimensions), which gpusparse.autograd does "
+                            "not take; convert it with to_sparse_coo()")
+        _check_parts(sp, name)  # torch builds sparse tensors unchecked by default
+        return sp
     if not isinstance(x, tuple):
         raise TypeError(f"{name} must be a torch sparse tensor or a parts tuple, got {type(x).__name__}")
     layout = _tuple_layout(x, name)
     parts = tuple(x)
-    size = tuple(int(s) for s in parts[2 if layout == "coo" else 3])
+    size = _size(parts[2 if layout == "coo" else 3], name)
     if layout == "coo":
+        if len(parts) > 3 and not isinstance(parts[3], (bool, np.bool_)):
+            raise TypeError(f"{name}.is_coalesced must be a bool, got {type(parts[3]).__name__}")
         coalesced = bool(parts[3]) if len(parts) > 3 else False
         index, values = [parts[0]], parts[1]
-        if index[0].ndim != 2 or index[0].dtype != torch.int64:
-            raise TypeError(f"{name}: COO indices must be an int64 tensor of shape (sparse_dim, nnz)")
     else:
         index, values, coalesced = [parts[0], parts[1]], parts[2], True
-        if len(size) - values.ndim + 1 != 2:
-            raise ValueError(f"{name}: CSR/CSC values of shape {tuple(values.shape)} do not match size {size}")
-    for t in (*index, values):
-        if not isinstance(t, torch.Tensor) or t.layout != torch.strided:
-            raise TypeError(f"{name}: the indices and values of a parts tuple must be dense torch tensors")
-    _require(values.shape[0] == index[-1].shape[-1],
-             lambda: f"{name}: {values.shape[0]} values for {index[-1].shape[-1]} indices")
-    return Sparse(layout, index, values, size, coalesced, False)
+    sp = Sparse(layout, index, values, size, coalesced, False)
+    _check_parts(sp, name)
+    return sp
 
 
 # --------------------------------------------------------------------------
