@@ -31,6 +31,32 @@ def meta_like(x, ndim=None, dtype=None):
     return creation.zeros((0,) * ndim, dtype=dtype, format=fmt, device=x.device, fill_value=fill)
 
 
+def _normalized(chunks, shape, dtype, argument, shown=None):
+    """Dask's ``normalize_chunks``, with errors that name ``chunks`` and without empty chunks.
+
+    Each axis gets non-negative lengths adding up to its length; chunks of
+    length 0 are dropped where the axis has elements (an empty axis keeps
+    its one chunk of length 0).
+    """
+    def refuse(why):
+        spec = chunks if shown is None else shown
+        return ValueError(f"{argument} {spec!r} do not fit shape {tuple(shape)}: {why}")
+
+    try:
+        normalized = normalize_chunks(chunks, tuple(shape), dtype=dtype)
+    except ZeroDivisionError:  # Dask divides by a chunk size of 0
+        raise refuse("a chunk size of 0 cannot cover an axis of positive length") from None
+    except (ValueError, TypeError) as exc:
+        raise refuse(exc) from None
+    out = []
+    for axis, (lengths, n) in enumerate(zip(normalized, shape)):
+        if any(c < 0 for c in lengths) or sum(lengths) != n:
+            raise refuse(f"axis {axis} is cut into {lengths}, which must be non-negative and add up to {n}")
+        kept = tuple(int(c) for c in lengths if c)
+        out.append(kept or (0,))
+    return tuple(out)
+
+
 def from_array(x, chunks="auto", *, name=None):
     """A Dask array whose chunks are the blocks of the gpusparse array ``x``.
 
@@ -49,6 +75,16 @@ def from_array(x, chunks="auto", *, name=None):
         Dask's chunk specification (``dask.array.core.normalize_chunks``);
         ``"auto"`` sizes chunks by the dense element count and Dask's
         ``array.chunk-size`` setting, so sparse chunks come out smaller.
+        Chunks of length 0 along an axis of positive length are left out
+        (they hold no element, and Dask's ``max``/``min`` fail on them), so
+        ``chunks=((2, 0, 2), 5)`` gives ``((2, 2), (5,))``.
+
+    Raises
+    ------
+    ValueError
+        ``chunks`` that do not cover ``x.shape`` (a negative length, a
+        chunk size of 0 along an axis of positive length, lengths that do
+        not add up).
     name : str, optional
         The key name of the chunks; a unique one by default.
 
@@ -74,10 +110,7 @@ def from_array(x, chunks="auto", *, name=None):
                         "for other arrays use dask.array.from_array")
     if x.ndim == 0:
         raise ValueError("from_array: x must have at least one dimension")
-    try:
-        chunks = normalize_chunks(chunks, x.shape, dtype=x.dtype)
-    except (ValueError, TypeError) as exc:
-        raise ValueError(f"from_array: chunks {chunks!r} do not fit shape {x.shape}: {exc}") from None
+    chunks = _normalized(chunks, x.shape, x.dtype, "from_array: chunks")
     name = name or f"gpusparse-from-array-{uuid.uuid4().hex}"
     bounds = [list(itertools.accumulate(c, initial=0)) for c in chunks]
     graph = {}

@@ -7,7 +7,9 @@ through its own dispatch tables. :func:`register` fills those for
 :class:`gpusparse.SparseArray`:
 
 * ``concatenate_lookup`` -- :func:`concatenate` below (how ``compute()``,
-  ``rechunk`` and the reduction trees join chunks);
+  ``rechunk`` and the reduction trees join chunks), and for ``dict``
+  (Dask's stand-in for structured records in ``argmax``/``argmin`` along an
+  axis) :func:`concatenate_records`, which refuses gpusparse members;
 * ``tensordot_lookup`` -- :func:`tensordot` below (``A @ x``, ``da.dot``);
 * ``einsum_lookup``, ``take_lookup`` -- gpusparse's ``einsum`` and ``take``;
 * ``empty_lookup`` -- :func:`gpusparse.zeros` (nothing stored);
@@ -28,7 +30,7 @@ import sys
 
 import numpy as np
 
-__all__ = ["concatenate", "register", "tensordot"]
+__all__ = ["concatenate", "concatenate_records", "register", "tensordot"]
 
 _done = False
 
@@ -76,6 +78,34 @@ def concatenate(arrays, axis=0):
         for a in arrays
     ]
     return manipulation.concatenate(arrays, axis=axis)
+
+
+def concatenate_records(fields, axis=0):
+    """Dask's ``concatenate_lookup`` for ``dict`` chunks: join one field's pieces, refusing gpusparse ones.
+
+    Dask's ``argmax``/``argmin`` (and ``nanargmax``/``nanargmin``) along an
+    axis keep, per chunk, the extreme values and their indices as structured
+    records, or as a ``dict`` of the two where the chunk type has no
+    structured dtype; Dask picks the join by the ``dict`` type and calls it
+    on each field's pieces. With gpusparse chunks both fields are sparse
+    arrays whose unstored indices depend on the chunk's offset, and the
+    combining step indexes them with open meshes (``np.ogrid``), which
+    sparse arrays do not support: the reduction cannot be carried out chunk
+    by chunk, so it raises a ``ValueError`` saying so. Pieces of other types
+    are joined by their own ``concatenate_lookup`` entry, as Dask would.
+    """
+    from dask.array.dispatch import concatenate_lookup
+
+    from gpusparse.containers import SparseArray
+    fields = list(fields)
+    if any(isinstance(f, SparseArray) for f in fields):
+        raise ValueError(
+            "argmax/argmin (also nanargmax/nanargmin) along an axis is not supported on Dask arrays of "
+            "gpusparse chunks: Dask combines per-chunk (value, index) records that sparse chunks cannot "
+            "hold; call it without axis (the flat index, supported), or on the computed array "
+            "(X.compute().argmax(axis=...))"
+        )
+    return concatenate_lookup.dispatch(type(fields[0]))(fields, axis=axis)
 
 
 def tensordot(a, b, axes=2):
@@ -148,6 +178,7 @@ def register() -> None:
     from gpusparse.ops import einsum, indexing
 
     concatenate_lookup.register(SparseArray, concatenate)
+    concatenate_lookup.register(dict, concatenate_records)
     tensordot_lookup.register(SparseArray, tensordot)
     einsum_lookup.register(SparseArray, einsum.einsum)
     take_lookup.register(SparseArray, indexing.take)

@@ -24,7 +24,6 @@ import uuid
 import dask
 import dask.array as da
 import numpy as np
-from dask.array.core import normalize_chunks
 from dask.array.utils import meta_from_array
 from dask.highlevelgraph import HighLevelGraph
 
@@ -157,10 +156,9 @@ def _is_zero(value) -> bool:
 
 
 def _chunks(spec, n, argument):
-    try:
-        return normalize_chunks((spec,), (n,))[0]
-    except (ValueError, TypeError) as exc:
-        raise ValueError(f"RowBlockMatrix: {argument} {spec!r} do not fit a length of {n}: {exc}") from None
+    """One axis's chunks: non-negative lengths adding up to ``n`` (empty ones dropped), else ValueError."""
+    from gpusparse.dask._chunked import _normalized
+    return _normalized((spec,), (n,), None, f"RowBlockMatrix: {argument}", shown=spec)[0]
 
 
 def _span(block, col_bounds):

@@ -54,6 +54,31 @@ def test_from_array_rejects_bad_input():
         from_array(gs.zeros((), device="cpu"), 1)
 
 
+@pytest.mark.parametrize("fmt", ["coo", "csr"])
+def test_from_array_zero_length_chunks(device, fmt):
+    """Chunks of length 0 hold nothing and are left out: max/min/sum agree with the whole array and NumPy."""
+    dense = np.arange(35.0).reshape(7, 5) * (np.arange(35).reshape(7, 5) % 3 == 0) - 3.0
+    x = gs.fromdense(put(dense, device), format=fmt)
+    X = from_array(x, ((3, 0, 4), (2, 0, 3, 0)))
+    assert X.chunks == ((3, 4), (2, 3))
+    for name in ("max", "min", "sum"):
+        whole = getattr(x, name)()
+        got = getattr(X, name)().compute()
+        assert float(to_host(got)) == float(to_host(whole)) == getattr(dense, name)(), name
+    got = X.max(axis=0).compute()
+    assert_dense_equal(to_host(got.todense() if isinstance(got, gs.SparseArray) else got), dense.max(axis=0))
+    empty = from_array(gs.zeros((0, 5), format=fmt, device=device), ((0,), 5))
+    assert empty.chunks == ((0,), (5,)) and empty.compute().shape == (0, 5)
+
+
+def test_from_array_rejects_chunks_that_do_not_cover(device):
+    x = gs.random((4, 5), density=0.5, device=device, seed=2)
+    with pytest.raises(ValueError, match=r"from_array: chunks \(0, 5\).*chunk size of 0"):
+        from_array(x, (0, 5))  # Dask's normalize_chunks divides by zero
+    with pytest.raises(ValueError, match=r"from_array: chunks .*non-negative and add up to 4"):
+        from_array(x, ((-1, 5), 5))
+
+
 def _banded(n, device, k=2):
     rng = np.random.default_rng(n)
     dense = np.zeros((n, n))
@@ -97,11 +122,25 @@ def test_row_block_matrix_rejects_bad_input(device):
         RowBlockMatrix(gs.full((4, 4), 1.0, device=device), 2)
     with pytest.raises(ValueError, match="row_chunks"):
         RowBlockMatrix(a, (3, 3))
+    with pytest.raises(ValueError, match=r"row_chunks \(-1, 9\).*non-negative"):
+        RowBlockMatrix(a, (-1, 9))  # adds up to 8, but a block of -1 rows
+    with pytest.raises(ValueError, match=r"col_chunks \(9, -1\).*non-negative"):
+        RowBlockMatrix(a, 4, col_chunks=(9, -1))
+    with pytest.raises(ValueError, match="row_chunks 0 .*chunk size of 0"):
+        RowBlockMatrix(a, 0)
     A = RowBlockMatrix(a, 4)
     with pytest.raises(TypeError, match="dask array"):
         A @ np.ones(8)
     with pytest.raises(ValueError, match="shape"):
         A @ da.ones(5, chunks=5)
+
+
+def test_row_block_matrix_zero_length_row_chunks(device):
+    a, dense = _banded(8, device)
+    A = RowBlockMatrix(a, (4, 0, 4))
+    assert A.row_chunks == (4, 4)
+    v = np.arange(8.0)
+    assert_dense_equal(to_host((A @ da.from_array(put(v, device), chunks=4)).compute()), dense @ v)
 
 
 def test_cg(device):
