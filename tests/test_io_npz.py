@@ -411,3 +411,28 @@ def test_unsigned_indices_are_checked_before_any_cast(tmp_path, layout, bad):
     good = _write(tmp_path / "good.npz", shape=np.array([3, 4]), data=np.array([1.0, 2.0]), **nodes)
     assert_sparse_equal(gs.load_npz(good), dense)
     np.testing.assert_array_equal(sp.load_npz(good).toarray(), dense)
+
+
+def _beyond_unicode(text: str):
+    """A 0-d ``<U`` array of ``text`` whose last UTF-32 unit has bit 24 set: beyond U+10FFFF."""
+    raw = bytearray(np.array(text, dtype=f"<U{len(text)}").tobytes())
+    raw[-1] ^= 1
+    return np.frombuffer(bytes(raw), dtype=f"<U{len(text)}").reshape(())
+
+
+@pytest.mark.parametrize("field", ["format", "gpusparse", "fill_value", "shape", "compressed_axes", "data"])
+def test_utf32_units_beyond_unicode_are_refused(tmp_path, field):
+    # NumPy turns such a unit into a str Python cannot hold; lower()/repr() on it raised SystemError
+    members = _coo_members()
+    if field == "format":
+        members["format.npy"] = _npy(_beyond_unicode("coo"))
+    elif field == "gpusparse":
+        members["gpusparse.npy"] = _npy(_beyond_unicode('{"format": "coo", "version": 1}'))
+    elif field == "compressed_axes":
+        members.update({"format.npy": _npy(np.str_("csr")), "indptr.npy": _npy(np.array([0, 1, 1, 2])),
+                        "indices.npy": _npy(np.array([1, 3])), "compressed_axes.npy": _npy(_beyond_unicode("0"))})
+    else:
+        members[f"{field}.npy"] = _npy(_beyond_unicode("ab"))
+    path = _zip(tmp_path / "x.npz", members)
+    with pytest.raises(FileFormatError, match=f"{path}: field '{field}' is not valid text: .*beyond U\\+10FFFF"):
+        gs.load_npz(path)

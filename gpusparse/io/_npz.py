@@ -139,6 +139,20 @@ def save_npz(file, x, compressed=True):
 # reading
 # --------------------------------------------------------------------------
 
+def _check_code_points(value, field) -> None:
+    """FileFormatError unless every UTF-32 unit of the text array ``value`` is a code point (at most U+10FFFF).
+
+    NumPy turns a larger unit into a ``str`` that Python cannot hold: the
+    next operation on it (``lower()``, ``repr()``, a comparison) raises
+    ``SystemError`` or worse, so the units are checked before any of them
+    becomes a Python string.
+    """
+    order = value.dtype.byteorder if value.dtype.byteorder in "<>" else "="
+    units = np.frombuffer(value.tobytes(), dtype=np.dtype(np.uint32).newbyteorder(order))
+    if units.size and int(units.max()) > 0x10FFFF:
+        raise FileFormatError(f"{field} is not valid text: UTF-32 unit {int(units.max()):#x} is beyond U+10FFFF")
+
+
 class _Archive:
     """The arrays of an open ``.npz`` with errors naming the file and the key."""
 
@@ -200,6 +214,8 @@ class _Archive:
             raise FileFormatError(f"{self.name}: field {key!r} cannot be read: {exc}") from exc
         if not isinstance(value, np.ndarray):  # NumPy hands back the raw bytes of a member without .npy header
             raise FileFormatError(f"{self.name}: field {key!r} is not a NumPy array (its member has no .npy header)")
+        if value.dtype.kind == "U":
+            _check_code_points(value, f"{self.name}: field {key!r}")
         return value
 
     def text(self, key) -> str:
