@@ -196,7 +196,10 @@ class SparseArray(InPlaceMixin, abc.ABC):
     def asformat(self, format: str):
         """This array in ``format`` (``"coo"``, ``"csr"`` or ``"csc"``)."""
         from gpusparse.ops import convert
-        return convert.asformat(self, format)
+        out = convert.asformat(self, format)
+        if out is not self and getattr(self, "structure_trusted", False) and hasattr(out, "_trust"):
+            out._trust()  # the library's kernels rearranged a trusted structure: valid, canonical, its own
+        return out
 
     def tocoo(self):
         """This array as :class:`~gpusparse.COO`."""

@@ -5,13 +5,135 @@ dense ones. Along the *major* axis (rows for CSR, columns for CSC) an index
 pointer ``indptr`` delimits each row's (column's) entries; ``indices`` holds
 the *minor* coordinate of each entry. After construction the entries are
 canonical: sorted by minor index within each major slice and unique.
+
+Trusted structures
+------------------
+cuSPARSE reads ``indptr`` and ``indices`` without checking them, so before a
+cuSPARSE product the CUDA path checks the structure on the device (one pass
+and one synchronisation) unless the pair is *trusted*
+(:func:`is_trusted_structure`). A structure is trusted when both hold:
+
+* its values are known valid and canonical for its stored shape: produced
+  by the library's own kernels from valid input, or validated by a
+  constructor with ``check=True`` or by :meth:`~gpusparse.CSR.check`;
+* no caller holds the buffers: the library allocated them (a copy, a cast,
+  the canonical form a constructor built, a product's output), so nothing
+  outside the API can change them after the validation.
+
+Trust belongs to the very array objects ``(indptr, indices)`` together with
+the stored shape they were validated for, so every array that holds them (a
+transpose over the same arrays, an array whose state an in-place operation
+replaced with another's) is trusted as well, and a new array object (a
+pickle, a DLPack import) is not until it is checked. Components a
+constructor kept from the caller (a CuPy array or torch tensor shared
+without a copy) stay untrusted even after a successful check: CuPy has no
+read-only arrays, so the caller can change them before the next product.
 """
 
 from __future__ import annotations
 
+import threading
+import weakref
+
 from gpusparse.containers._base import SparseArray, read_only
 
-__all__ = ["CSC", "CSR"]
+__all__ = ["CSC", "CSR", "is_trusted_structure", "trust_structure"]
+
+#: ``(id(indptr), id(indices)) -> (weakref(indptr), weakref(indices), {stored shapes})``.
+_TRUSTED: dict = {}
+_TRUSTED_LOCK = threading.Lock()
+
+
+def trust_structure(indptr, indices, stored_shape) -> None:
+    """Record that ``(indptr, indices)`` is a valid, canonical CSR structure of ``stored_shape`` that only the library holds.
+
+    Parameters
+    ----------
+    indptr, indices : array
+        The arrays themselves (NumPy or CuPy), as the structure holds them.
+    stored_shape : tuple of int
+        ``(n_major, n_minor)``: the rows and columns of the stored CSR
+        matrix (columns and rows for a CSC array).
+
+    Notes
+    -----
+    Only for arrays the library allocated and whose values its kernels
+    produced or a validation checked. The record lives as long as both
+    arrays do (weak references): an array object created later never
+    inherits it, even at a reused address.
+    """
+    indptr, indices = _behind_read_only_view(indptr), _behind_read_only_view(indices)
+    key = (id(indptr), id(indices))
+    shape = tuple(int(s) for s in stored_shape)
+
+    def forget(_ref, key=key):
+        with _TRUSTED_LOCK:
+            _TRUSTED.pop(key, None)
+
+    with _TRUSTED_LOCK:
+        entry = _TRUSTED.get(key)
+        if entry is not None and entry[0]() is indptr and entry[1]() is indices:
+            entry[2].add(shape)
+            return
+        _TRUSTED[key] = (weakref.ref(indptr, forget), weakref.ref(indices, forget), {shape})
+
+
+def _behind_read_only_view(arr):
+    """The array a read-only NumPy view of the whole of it (what the accessors return) stands for; else ``arr``."""
+    import numpy as np
+    while (isinstance(arr, np.ndarray) and not arr.flags.writeable and isinstance(arr.base, np.ndarray)
+           and arr.base.shape == arr.shape and arr.base.strides == arr.strides and arr.base.dtype == arr.dtype
+           and arr.base.__array_interface__["data"][0] == arr.__array_interface__["data"][0]):
+        arr = arr.base
+    return arr
+
+
+def is_trusted_structure(indptr, indices, stored_shape) -> bool:
+    """Whether ``(indptr, indices)`` were recorded by :func:`trust_structure` for ``stored_shape``.
+
+    A dictionary look-up: no pass over the arrays and no synchronisation.
+    The read-only views the CPU accessors hand out stand for the arrays
+    they view (nothing can be written through them).
+    """
+    indptr, indices = _behind_read_only_view(indptr), _behind_read_only_view(indices)
+    entry = _TRUSTED.get((id(indptr), id(indices)))
+    return (entry is not None and entry[0]() is indptr and entry[1]() is indices
+            and tuple(int(s) for s in stored_shape) in entry[2])
+
+
+def _span(arr):
+    """``(device kind, first byte, end byte)`` of the memory ``arr`` reads, or None where unknown."""
+    import numpy as np
+    try:
+        if isinstance(arr, np.ndarray):
+            kind, start = "host", int(arr.__array_interface__["data"][0])
+        else:
+            kind, start = "device", int(arr.data.ptr)
+        shape, strides, itemsize = tuple(arr.shape), tuple(arr.strides), int(arr.dtype.itemsize)
+    except (AttributeError, TypeError, KeyError):
+        return None
+    if 0 in shape:
+        return kind, start, start
+    low = sum(s * (n - 1) for n, s in zip(shape, strides) if s < 0)
+    high = sum(s * (n - 1) for n, s in zip(shape, strides) if s > 0)
+    return kind, start + low, start + high + itemsize
+
+
+def _shares_memory(component, given) -> bool:
+    """Whether ``component`` may read memory of the caller's argument ``given`` (True where unsure)."""
+    if isinstance(given, (list, tuple, range, int, float, complex, bool)) or given is None:
+        return False  # host-only input: converted into a new array
+    from gpusparse._components import to_array
+    try:
+        theirs = _span(to_array(given, "component")[0])
+    except Exception:  # unreadable a second time: assume it is shared
+        return True
+    ours = _span(component)
+    if ours is None or theirs is None:
+        return True
+    if ours[0] != theirs[0] or ours[1] == ours[2] or theirs[1] == theirs[2]:
+        return False
+    return ours[1] < theirs[2] and theirs[1] < ours[2]
 
 
 class _Compressed(SparseArray):
@@ -19,15 +141,26 @@ class _Compressed(SparseArray):
 
     #: 0 for CSR (rows are compressed), 1 for CSC (columns are compressed).
     _major_axis: int = 0
+    #: Whether a constructor built ``indptr`` and ``indices`` itself (from
+    #: host input, a copy to the device, a cast, the canonical form) instead
+    #: of keeping arrays the caller holds. Kept in the instance state, so an
+    #: in-place operation that replaces the state takes the new state's value;
+    #: False for arrays made by ``_from_parts`` (their origin is not known).
+    _owns_structure: bool = False
 
     def __init__(self, indptr, indices, data, shape=None, *, fill_value=None, device=None, check=True):
         from gpusparse.ops import _validate, canonical
+        given = (indptr, indices, data)
         parts = _validate.compressed_components(
             indptr, indices, data, shape, fill_value, device, check, self._major_axis
         )
         self._set(*parts)
         if check:
             canonical.make_compressed_canonical(self)
+        self._owns_structure = not any(_shares_memory(mine, theirs)
+                                       for mine in (self._indptr, self._indices) for theirs in given)
+        if check and self._owns_structure:
+            self._trust()
 
     @classmethod
     def _from_parts(cls, indptr, indices, data, shape, fill_value, device):
@@ -43,6 +176,47 @@ class _Compressed(SparseArray):
         self._shape = shape
         self._fill_value = fill_value
         self._device = device
+
+    def _stored_shape(self) -> tuple:
+        """``(n_major, n_minor)``: the shape of the CSR matrix ``indptr`` and ``indices`` describe."""
+        return (self._shape[self._major_axis], self._shape[1 - self._major_axis])
+
+    def _trust(self) -> None:
+        trust_structure(self._indptr, self._indices, self._stored_shape())
+
+    @property
+    def structure_trusted(self) -> bool:
+        """Whether products may hand ``indptr`` and ``indices`` to cuSPARSE without checking them first.
+
+        True when the structure is known valid and canonical *and* only the
+        library holds its buffers: it was produced by the library's kernels
+        (a conversion, a product, an operation's result over such arrays),
+        or validated -- by a constructor with ``check=True`` or by
+        :meth:`check` -- on components the constructor built itself (from
+        lists or host arrays, a copy to another device, a cast to the index
+        dtype, the canonical form). False for ``check=False`` and for
+        components shared with the caller (a CuPy array or torch tensor
+        kept without a copy, which the caller can change at any time): the
+        CUDA path then checks the structure before every cuSPARSE product
+        (one pass over ``indptr`` and ``indices`` and one synchronisation)
+        and runs its bounds-safe kernels where the check fails. Pickled and
+        DLPack-imported arrays start untrusted. Writing into the arrays the
+        accessors return (CUDA arrays are not read-only) is outside the API:
+        call :meth:`check` afterwards.
+        """
+        return is_trusted_structure(self._indptr, self._indices, self._stored_shape())
+
+    def check(self) -> None:
+        """Validate the components again; see :meth:`SparseArray.check`.
+
+        On components the constructor built itself (see
+        :attr:`structure_trusted`) a successful check makes the structure
+        trusted, so later products skip their own check. Components shared
+        with the caller stay untrusted.
+        """
+        super().check()
+        if self._owns_structure:
+            self._trust()
 
     @property
     def indptr(self):

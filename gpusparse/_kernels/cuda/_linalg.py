@@ -27,9 +27,18 @@ it on the device (``gs_csr_check``: one read of ``indptr`` and ``indices``,
 about a third of the traffic of a float64 SpMV, and one synchronisation for
 the answer), and cuSPARSE is handed the very arrays that were checked; a
 malformed or non-canonical one (built with ``check=False``, or whose
-buffers the caller changed) takes the hand-written kernels. That check is the only
-synchronisation of ``spmv`` and ``spmm``; ``spgemm`` also reads its output
-size on the host (documented in the primitive's specification).
+buffers the caller changed) takes the hand-written kernels. A *trusted*
+structure skips that check (:func:`_structure_for_cusparse`): the very
+``indptr`` and ``indices`` objects recorded by
+:func:`gpusparse.containers.compressed.trust_structure` for the stored shape
+-- buffers only the library holds, validated or produced by its kernels
+(see :attr:`gpusparse.CSR.structure_trusted`). Then ``spmv`` and ``spmm``
+synchronise nothing; otherwise the check is their only synchronisation.
+``spgemm`` also reads its output size on the host (documented in the
+primitive's specification), and records its output as trusted: the
+expand-sort-compress product clips every key into the shape, and cuSPARSE
+only sees checked or trusted operands, so either output is canonical and
+inside its shape.
 """
 
 from __future__ import annotations
@@ -94,6 +103,36 @@ def _checked_structure(indptr, indices, n_rows, n_cols):
     if int(invalid.get()[0]):  # sync: cuSPARSE or the bounds-safe kernel?
         return None
     return indptr, indices
+
+
+def _trusted(indptr, indices, n_rows, n_cols) -> bool:
+    """Whether ``(indptr, indices)`` are a trusted CSR structure of ``(n_rows, n_cols)`` (no device work)."""
+    from gpusparse.containers.compressed import is_trusted_structure
+    return is_trusted_structure(indptr, indices, (n_rows, n_cols))
+
+
+def _structure_for_cusparse(indptr, indices, n_rows, n_cols, trusted=None):
+    """The CSR structure to hand cuSPARSE, or None where the bounds-safe kernels must run.
+
+    A trusted structure (``trusted``, by default looked up for these very
+    arrays) is returned without a check: no launch and no synchronisation
+    (C-contiguous, aligned copies where the arrays are not; its index
+    dtypes must match, as cuSPARSE's descriptor wants). Anything else goes
+    through :func:`_checked_structure`.
+    """
+    if trusted is None:
+        trusted = _trusted(indptr, indices, n_rows, n_cols)
+    if trusted and indptr.dtype == indices.dtype and indptr.shape == (int(n_rows) + 1,):
+        return tuple(a if a.flags.c_contiguous and _cusparse.aligned(a) else a.copy(order="C")
+                     for a in (indptr, indices))
+    return _checked_structure(indptr, indices, n_rows, n_cols)
+
+
+def _trusted_output(indptr, indices, data, n_rows, n_cols):
+    """Record a product's output structure (allocated here, canonical, in its shape) as trusted."""
+    from gpusparse.containers.compressed import trust_structure
+    trust_structure(indptr, indices, (n_rows, n_cols))
+    return indptr, indices, data
 
 
 def _as_index(arr, dtype):
@@ -175,7 +214,7 @@ def spmv(indptr, indices, data, shape, x, y, alpha=1, beta=0, trans="N"):
     # cuSPARSE writes y in place: an unaligned y (a view) takes our kernel.
     checked = None
     if _cusparse.supports("spmv", data.dtype, indptr.dtype, indices.dtype, trans=trans) and _cusparse.aligned(y):
-        checked = _checked_structure(indptr, indices, shape[0], shape[1])
+        checked = _structure_for_cusparse(indptr, indices, shape[0], shape[1])
     if checked is not None:
         try:
             _cusparse.spmv(*checked, data, shape, x, y, alpha, beta, trans)
@@ -194,7 +233,7 @@ def spmm(indptr, indices, data, shape, b, out, alpha=1, beta=0, trans="N"):
         return
     checked = None
     if _cusparse.supports("spmm", data.dtype, indptr.dtype, indices.dtype, trans=trans) and _cusparse.aligned(out):
-        checked = _checked_structure(indptr, indices, shape[0], shape[1])
+        checked = _structure_for_cusparse(indptr, indices, shape[0], shape[1])
     if checked is not None:
         order = "C" if out.flags.c_contiguous else "F"
         if not (b.flags.c_contiguous if order == "C" else b.flags.f_contiguous):
@@ -300,7 +339,15 @@ def _spgemm_esc(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape)
 
 
 def spgemm(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape):
-    """Two CSR matrices, (m, k) and (k, n) for ``shape = (m, k, n)``, one value dtype; not validated."""
+    """Two CSR matrices, (m, k) and (k, n) for ``shape = (m, k, n)``, one value dtype; not validated.
+
+    The output structure is recorded as trusted (see the module notes).
+    """
+    m, k_dim, n = (int(s) for s in shape)
+    return _trusted_output(*_spgemm(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape), m, n)
+
+
+def _spgemm(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape):
     m = int(shape[0])
     dtype = a_data.dtype
     if a_indices.shape[0] == 0 or b_indices.shape[0] == 0:
@@ -310,11 +357,16 @@ def spgemm(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape):
         nnz_fits = max(int(a_indices.shape[0]), int(b_indices.shape[0])) <= np.iinfo(np.int32).max
         index_dtype = np.dtype(np.int32) if nnz_fits else _I64
     if _cusparse.supports("spgemm", dtype, index_dtype):
-        args = [_as_index(x, index_dtype) for x in (a_indptr, a_indices, b_indptr, b_indices)]
         m, k_dim, n = (int(s) for s in shape)
+        # Trust is of the arrays given; a cast of a trusted structure keeps its values (index_dtype holds
+        # every dimension and nnz), so it is trusted too.
+        a_trusted = _trusted(a_indptr, a_indices, m, k_dim)
+        b_trusted = _trusted(b_indptr, b_indices, k_dim, n)
+        args = [_as_index(x, index_dtype) for x in (a_indptr, a_indices, b_indptr, b_indices)]
         # Checked after the (saturating) cast, and cuSPARSE gets the checked arrays.
-        a_checked = _checked_structure(args[0], args[1], m, k_dim)
-        b_checked = _checked_structure(args[2], args[3], k_dim, n) if a_checked is not None else None
+        a_checked = _structure_for_cusparse(args[0], args[1], m, k_dim, trusted=a_trusted)
+        b_checked = (_structure_for_cusparse(args[2], args[3], k_dim, n, trusted=b_trusted)
+                     if a_checked is not None else None)
         if b_checked is None:
             return _spgemm_esc(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape)
         try:
