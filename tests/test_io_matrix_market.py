@@ -432,3 +432,37 @@ def test_last_lines_that_crash_the_engine(tmp_path, last, how):
         assert out.stdout.startswith("FileFormatError") and "NUL byte" in out.stdout
     else:
         assert out.stdout.strip() == "[[1.0, 0.0], [2.0, 0.0]]"
+
+
+_AS_LIMITED_FORMAT = """
+import io, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))
+import gpusparse as gs
+path = sys.argv[1]
+source = io.BytesIO(open(path, "rb").read()) if sys.argv[2] == "stream" else path
+try:
+    x = gs.io.mmread(source, format=sys.argv[3])
+    print("read", x.format, x.shape)
+except MemoryError as exc:
+    print("MemoryError", exc)
+except BaseException as exc:
+    print(type(exc).__name__, exc)
+"""
+
+
+@pytest.mark.parametrize("how", ["", "stream"])
+@pytest.mark.parametrize("format, size_line", [("csr", b"1099511627776 3 1"), ("csc", b"3 1099511627776 1"),
+                                               ("csr", b"536870912 3 1")])
+def test_compressed_read_checks_the_index_pointer_the_shape_implies(tmp_path, how, format, size_line):
+    import subprocess
+    import sys
+    # a shape needs no bytes in the file, but rows + 1 (columns + 1) indptr entries in memory
+    text = b"%%MatrixMarket matrix coordinate real general\n" + size_line + b"\n1 1 1.0\n"
+    path = tmp_path / "x.mtx"
+    path.write_bytes(text)
+    out = subprocess.run([sys.executable, "-c", _AS_LIMITED_FORMAT, str(path), how, format], capture_output=True,
+                         text=True, timeout=120)
+    name = "<BytesIO>" if how == "stream" else str(path)
+    n = max(int(s) for s in size_line.split()[:2])
+    assert out.stdout.startswith(f"MemoryError {name}: the index pointer of its {n} "), out.stdout + out.stderr
+    assert mmread(path).shape == tuple(int(s) for s in size_line.split()[:2])  # as COO it needs no more

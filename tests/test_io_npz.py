@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -435,4 +436,45 @@ def test_utf32_units_beyond_unicode_are_refused(tmp_path, field):
         members[f"{field}.npy"] = _npy(_beyond_unicode("ab"))
     path = _zip(tmp_path / "x.npz", members)
     with pytest.raises(FileFormatError, match=f"{path}: field '{field}' is not valid text: .*beyond U\\+10FFFF"):
+        gs.load_npz(path)
+
+
+_AS_LIMITED_MEMORY = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))
+import gpusparse as gs
+try:
+    x = gs.load_npz(sys.argv[1])
+    print("read", x.format, x.shape)
+except MemoryError as exc:
+    print("MemoryError", exc)
+except BaseException as exc:
+    print(type(exc).__name__, exc)
+"""
+
+
+@pytest.mark.parametrize("target, shape", [("csr", (2**40, 3)), ("csc", (3, 2**40)), ("csr", (2**29, 3))])
+def test_compressed_array_stored_as_coo_checks_its_index_pointer_before_allocating(tmp_path, target, shape):
+    # the pydata layout holds no indptr: its shape[major] + 1 entries come from the stored shape alone
+    meta = np.str_(json.dumps({"format": target, "version": 1, "dense_dim": 0, "sorted": True, "unique": True}))
+    path = _write(tmp_path / "x.npz", format=np.str_("coo"), shape=np.array(shape), coords=np.array([[0, 2], [1, 2]]),
+                  data=np.array([1.0, 2.0]), fill_value=np.float64(1.0), gpusparse=meta)
+    out = subprocess.run([sys.executable, "-c", _AS_LIMITED_MEMORY, str(path)], capture_output=True, text=True,
+                         timeout=120)
+    assert out.stdout.startswith(f"MemoryError {path}: the index pointer of its {max(shape)} "), out.stdout + out.stderr
+    assert "nothing was allocated" in out.stdout
+    # the same file with a small shape reads
+    small = _write(tmp_path / "small.npz", format=np.str_("coo"), shape=np.array([3, 3]),
+                   coords=np.array([[0, 2], [1, 2]]), data=np.array([1.0, 2.0]), fill_value=np.float64(1.0),
+                   gpusparse=meta)
+    x = gs.load_npz(small)
+    assert x.format == target and x.fill_value == 1.0
+    assert_sparse_equal(x, np.array([[1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [1.0, 1.0, 2.0]]))
+
+
+def test_compressed_format_claimed_for_an_nd_coo(tmp_path):
+    meta = np.str_(json.dumps({"format": "csr", "version": 1, "dense_dim": 0}))
+    path = _write(tmp_path / "x.npz", format=np.str_("coo"), shape=np.array([3, 3, 3]),
+                  coords=np.array([[0, 2], [1, 2], [0, 1]]), data=np.array([1.0, 2.0]), gpusparse=meta)
+    with pytest.raises(FileFormatError, match=f"{path}: field 'gpusparse' claims format 'csr'"):
         gs.load_npz(path)

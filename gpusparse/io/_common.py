@@ -40,6 +40,7 @@ __all__ = [
     "is_path",
     "place",
     "progress_bar",
+    "require_index_pointer",
 ]
 
 #: Files (or payloads) at least this large show a progress bar when ``progress=None``.
@@ -167,6 +168,27 @@ def as_index_array(arr):
             raise ValueError(f"index {int(arr.max())} (dtype {arr.dtype}) exceeds the largest index, 2**63 - 1")
         arr = arr.astype(np.int64)
     return arr
+
+
+def require_index_pointer(name: str, shape, major_axis: int, nnz: int, device, index_dtype=None) -> None:
+    """``MemoryError`` naming the file ``name`` when the ``indptr`` a CSR/CSC of ``shape`` needs cannot fit.
+
+    A file may store a compressed array without its index pointer (as COO
+    triplets), and then ``shape[major_axis] + 1`` entries are allocated from
+    a size the file only states: a few bytes can ask for terabytes. The
+    bytes are checked with the memory rule (:func:`gpusparse._memory.require`)
+    against what ``device`` can provide before anything is allocated.
+    """
+    from gpusparse import _memory
+    from gpusparse._dtypes import index_dtype_for
+
+    n_major, n_minor = int(shape[major_axis]), int(shape[1 - major_axis])
+    dtype = np.dtype(index_dtype) if index_dtype is not None else index_dtype_for(n_major, n_minor, nnz)
+    if np.iinfo(dtype).max < max(n_major, n_minor, nnz):
+        dtype = np.dtype(np.int64)
+    axis = "rows" if major_axis == 0 else "columns"
+    _memory.require((n_major + 1) * dtype.itemsize, device,
+                    f"the index pointer of its {n_major} {axis} ({n_major + 1} entries of {dtype.name})", name)
 
 
 def host(x):

@@ -40,6 +40,7 @@ from gpusparse.io._common import (
     is_path,
     place,
     progress_bar,
+    require_index_pointer,
 )
 
 __all__ = ["mminfo", "mmread", "mmwrite"]
@@ -354,7 +355,11 @@ def mmread(source, device=None, format="coo", check=True, *, progress=None):
         except (ValueError, IndexError) as exc:
             raise FileFormatError(f"{name}: {exc}") from exc
     x = place(x, device)
-    return asformat(x, format.lower()) if format.lower() != "coo" else x
+    if format.lower() == "coo":
+        return x
+    # the index pointer's size is the declared shape's, which no file size bounds
+    require_index_pointer(name, x.shape, 0 if format.lower() == "csr" else 1, x.nnz, x.device)
+    return asformat(x, format.lower())
 
 
 # --------------------------------------------------------------------------

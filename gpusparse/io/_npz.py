@@ -37,7 +37,16 @@ import zlib
 
 import numpy as np
 
-from gpusparse.io._common import FileFormatError, as_index_array, atomic_path, describe, host, is_path, place
+from gpusparse.io._common import (
+    FileFormatError,
+    as_index_array,
+    atomic_path,
+    describe,
+    host,
+    is_path,
+    place,
+    require_index_pointer,
+)
 
 __all__ = ["load_npz", "save_npz"]
 
@@ -346,7 +355,11 @@ def _read(archive, check):
     index_dtype = meta.get("index_dtype")
     if index_dtype not in (None, "int32", "int64"):
         raise FileFormatError(f"{name}: field {_META_KEY!r} has index_dtype {index_dtype!r}; expected int32 or int64")
-    return coo_to_compressed(x, CSR if target == "csr" else CSC, index_dtype and np.dtype(index_dtype))
+    cls = CSR if target == "csr" else CSC
+    if x.sparse_dim == 2:  # else coo_to_compressed refuses it; the file holds no indptr: its size is the shape's
+        require_index_pointer(name, x.shape, cls._major_axis, x.nnz, x.device, index_dtype)
+    return _with_context(name, f"field {_META_KEY!r} claims format {target!r}",
+                         lambda: coo_to_compressed(x, cls, index_dtype and np.dtype(index_dtype)))
 
 
 def load_npz(file, device=None, check=True):
