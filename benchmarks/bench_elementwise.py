@@ -78,27 +78,43 @@ def _operands(shape, k):
     return keys, owner, a, b, (rng.random(a.size) + 0.5, rng.random(b.size) + 0.5)
 
 
+@functools.lru_cache(maxsize=2)
+def _oracle(shape, k, op):
+    """``(keys, values)`` of ``a op b`` (both states share it)."""
+    keys, owner, _, _, values = _operands(shape, k)
+    va, vb = np.zeros(keys.size), np.zeros(keys.size)
+    va[owner != 2], vb[owner != 0] = values
+    if op == "add":
+        return keys, va + vb
+    both = owner == 1
+    return keys[both], va[both] * vb[both]
+
+
+@functools.lru_cache(maxsize=1)
+def _ordered(shape, k, state):
+    """The operands' linear keys and values in the order of ``state`` (both ops share them).
+
+    The coordinates are computed from the keys on the device (:class:`_Case`).
+    """
+    _, _, a, b, values = _operands(shape, k)
+    if state != "shuffled":
+        return (a, b), values
+    rng = np.random.default_rng([SEED, len(shape), k, 1])
+    order = (rng.permutation(a.size), rng.permutation(b.size))
+    return (a[order[0]], b[order[1]]), (values[0][order[0]], values[1][order[1]])
+
+
 class _Case:
     """Two operands as components on the device, and the oracle on the host."""
 
     def __init__(self, shape_label, shape, op, state, k, xp):
         self.shape_label, self.shape, self.op, self.state = shape_label, shape, op, state
-        keys, owner, a, b, self.values = _operands(shape, k)
+        _, _, a, b, self.values = _operands(shape, k)
         self.keys = (a, b)
-        m = keys.size
-        va, vb = np.zeros(m), np.zeros(m)
-        va[owner != 2], vb[owner != 0] = self.values
-        if op == "add":
-            self.ref_keys, self.ref_values = keys, va + vb
-        else:
-            both = owner == 1
-            self.ref_keys, self.ref_values = keys[both], va[both] * vb[both]
-        rng = np.random.default_rng([SEED, len(shape), k, 1])
-        order = [rng.permutation(a.size), rng.permutation(b.size)] if state == "shuffled" else \
-            [np.arange(a.size), np.arange(b.size)]
-        self.coords = tuple(xp.asarray(np.ascontiguousarray(delinearize(kk[o], shape, np)))
-                            for kk, o in zip(self.keys, order))
-        self.data = tuple(xp.asarray(v[o]) for v, o in zip(self.values, order))
+        self.ref_keys, self.ref_values = _oracle(shape, k, op)
+        keys, data = _ordered(shape, k, state)
+        self.coords = tuple(xp.ascontiguousarray(delinearize(xp.asarray(kk), shape, xp)) for kk in keys)
+        self.data = tuple(xp.asarray(v) for v in data)
 
     @property
     def name(self):
