@@ -5,8 +5,12 @@ operand is a torch sparse tensor (COO, hybrid and uncoalesced included;
 CSR; CSC) whose values may require grad, or -- for ``torch.compile``,
 which refuses sparse tensors -- a tuple of plain tensors
 (:class:`COOParts`, :class:`CSRParts`, :class:`CSCParts`, or plain
-``(indices, values, size)`` / ``(crow_indices, col_indices, values, size)``
-tuples). Sparse results come back in the form their operand was given.
+``(indices, values, size[, is_coalesced])`` COO / ``(crow_indices,
+col_indices, values, size)`` CSR tuples). Sparse results come back in the
+form their operand was given. Operands are validated as torch's
+``check_invariants=True`` would (indices in range, compressed indices from 0
+non-decreasing to nnz, CSR/CSC sorted and unique, ``is_coalesced`` promises
+kept, sizes non-negative): ``ValueError`` / ``TypeError`` naming the argument.
 Each operator is a ``torch.library`` custom operator (``gpusparse::...``)
 with a fake implementation and a registered backward, so models using them
 trace under ``torch.compile(fullgraph=True)``.

@@ -2,10 +2,13 @@
 
 ``torch.compile`` refuses sparse tensors, so every operator also takes its
 sparse operand as a tuple of strided tensors (:class:`COOParts`,
-:class:`CSRParts`, :class:`CSCParts`, or plain tuples: three elements mean
-COO, four CSR) and returns sparse results in the form it was given. Inside,
-an operand is a :class:`Sparse`: its layout, index tensors, values (the
-tensor that carries gradients) and shape.
+:class:`CSRParts`, :class:`CSCParts`, or plain tuples: ``(indices, values,
+size)`` and ``(indices, values, size, is_coalesced)`` are COO, ``(crow_indices,
+col_indices, values, size)`` CSR) and returns sparse results in the form it
+was given. Inside, an operand is a :class:`Sparse`: its layout, index tensors,
+values (the tensor that carries gradients) and shape. Every operand is
+validated on the way in (:func:`as_sparse`), torch sparse tensors too, since
+torch builds them unchecked by default.
 """
 
 from __future__ import annotations

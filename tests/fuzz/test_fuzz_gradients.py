@@ -195,3 +195,39 @@ def test_fuzz_bmm(a, n):
     B, _, K = a[3]
     x = _randn(B, K, n)
     check(a, [x], ga.bmm, torch.bmm, lambda d, x: d @ x)
+
+
+@FUZZ
+@given(a=operands(csr=True), n=st.integers(0, 2), reduce=st.sampled_from(["sum", "mean", "amax", "amin"]))
+def test_fuzz_mm_reduce(a, n, reduce):
+    """torch reduces CSR operands only: its peer of a COO operand is the CSR of its coalesced value."""
+    b = _randn(a[3][1], n)
+    stored = scattered(a[0], a[1], torch.ones(a[2].shape[0], dtype=F64), a[3]) != 0
+
+    def oracle(d, b):
+        products = torch.where(stored[:, :, None], d[:, :, None] * b[None], float("nan"))
+        out = {"sum": torch.nansum, "mean": torch.nanmean}.get(reduce)
+        if out is not None:
+            return torch.nan_to_num(out(products, 1), nan=0.0)
+        # max / min: the gradient reaches the first stored entry of each row at the extreme (as torch's)
+        sign = 1.0 if reduce == "amax" else -1.0
+        keyed = torch.where(stored[:, :, None], sign * products, float("-inf"))
+        first = keyed.argmax(1, keepdim=True)
+        picked = products.gather(1, first)[:, 0]
+        return torch.where(stored.any(1)[:, None], picked, 0.0)
+
+    def theirs(s, b):
+        return torch.sparse.mm(s if s.layout == torch.sparse_csr else s.coalesce().to_sparse_csr(), b, reduce)
+
+    check(a, [b], lambda s, b: ga.mm(s, b, reduce=reduce), theirs, oracle)
+
+
+@FUZZ
+@given(a=operands(csr=True), k=st.integers(0, 2))
+def test_fuzz_sampled_addmm(a, k):
+    m, n = a[3]
+    x, y = _randn(m, k), _randn(k, n, seed=2)
+    stored = scattered(a[0], a[1], torch.ones(a[2].shape[0], dtype=F64), a[3]) != 0
+    check(a, [x, y], lambda s, x, y: ga.sampled_addmm(s, x, y, beta=0.5, alpha=2.0),
+          (lambda s, x, y: torch.sparse.sampled_addmm(s, x, y, beta=0.5, alpha=2.0)) if a[0] == "csr" else None,
+          lambda d, x, y: torch.where(stored, 0.5 * d + 2.0 * (x @ y), 0.0))
