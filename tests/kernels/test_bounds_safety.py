@@ -565,6 +565,26 @@ def test_spgemm_of_hostile_structures_is_a_csr_inside_its_shape(device, k, rng, 
     assert ((indices >= 0) & (indices < n)).all()
 
 
+@pytest.mark.parametrize("case", INDPTR_CASES)
+@pytest.mark.parametrize("dtype", [I64, np.float64])
+def test_spgemm_output_of_hostile_structures_is_canonical_and_recorded_trusted(device, k, rng, case, dtype):
+    """The CUDA SpGEMM records its output as trusted (later products skip the check): it must be canonical."""
+    if not device.is_cuda:
+        pytest.skip("the CUDA SpGEMM records its output for cuSPARSE")
+    from gpusparse.containers.compressed import is_trusted_structure
+    m, k_dim, n = 6, 5, 4
+    a_indptr, a_indices, a_data = _csr(rng, case, m=m, k_dim=k_dim, nnz=20)
+    b_indptr, b_indices, b_data = _csr(rng, case, m=k_dim, k_dim=n, nnz=15)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        indptr, indices, _ = k.spgemm(*(put(x, device) for x in (a_indptr, a_indices, a_data.astype(dtype),
+                                                                  b_indptr, b_indices, b_data.astype(dtype))),
+                                      (m, k_dim, n))
+    assert is_trusted_structure(indptr, indices, (m, n))
+    assert not is_trusted_structure(indptr, indices, (m, n + 1))
+    assert _structure_model(to_host(indptr), to_host(indices), n)
+
+
 def _structure_model(indptr, indices, n_cols) -> bool:
     """Whether cuSPARSE may read ``(indptr, indices)``: a canonical CSR structure.
 
