@@ -221,3 +221,14 @@ def test_the_decision_function(device, cusparse):
     # The same arrays for another shape, or copies of them, are checked.
     assert _counted(lambda: _structure_for_cusparse(trusted.indptr, trusted.indices, 3, 4))[0] == 1
     assert _counted(lambda: _structure_for_cusparse(trusted.indptr.copy(), trusted.indices, 3, 3))[0] == 1
+
+
+def test_a_failed_check_after_writing_through_an_accessor_withdraws_trust(device, cusparse):
+    x = _csr(device)
+    assert x.structure_trusted
+    x.indices[0] = 7  # CuPy arrays are not read-only: outside the API, check() is the way back
+    with pytest.raises(ValueError):
+        x.check()
+    assert not x.structure_trusted
+    checks, _ = _counted(lambda: x @ put(np.ones(3), device))
+    assert checks == 1 and cusparse == []  # checked again, and the bounds-safe kernel ran

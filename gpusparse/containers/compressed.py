@@ -37,7 +37,7 @@ import weakref
 
 from gpusparse.containers._base import SparseArray, read_only
 
-__all__ = ["CSC", "CSR", "is_trusted_structure", "trust_structure"]
+__all__ = ["CSC", "CSR", "forget_structure", "is_trusted_structure", "trust_structure"]
 
 #: ``(id(indptr), id(indices)) -> (weakref(indptr), weakref(indices), {stored shapes})``.
 _TRUSTED: dict = {}
@@ -76,6 +76,15 @@ def trust_structure(indptr, indices, stored_shape) -> None:
             entry[2].add(shape)
             return
         _TRUSTED[key] = (weakref.ref(indptr, forget), weakref.ref(indices, forget), {shape})
+
+
+def forget_structure(indptr, indices) -> None:
+    """Drop the record of ``(indptr, indices)`` (every shape): later products check the structure again."""
+    indptr, indices = _behind_read_only_view(indptr), _behind_read_only_view(indices)
+    with _TRUSTED_LOCK:
+        entry = _TRUSTED.get((id(indptr), id(indices)))
+        if entry is not None and entry[0]() is indptr and entry[1]() is indices:
+            del _TRUSTED[(id(indptr), id(indices))]
 
 
 def _behind_read_only_view(arr):
@@ -212,9 +221,14 @@ class _Compressed(SparseArray):
         On components the constructor built itself (see
         :attr:`structure_trusted`) a successful check makes the structure
         trusted, so later products skip their own check. Components shared
-        with the caller stay untrusted.
+        with the caller stay untrusted. A failed check withdraws the trust
+        (after a write into the arrays the accessors returned).
         """
-        super().check()
+        try:
+            super().check()
+        except ValueError:
+            forget_structure(self._indptr, self._indices)
+            raise
         if self._owns_structure:
             self._trust()
 
