@@ -411,7 +411,7 @@ def test_smallest_files_the_size_line_allows_still_read(tmp_path, kind, how):
     assert_sparse_equal(got, scipy.io.mmread(io.BytesIO(short)))
 
 
-_CRASHERS = [b"2 1 2\x0c", b"2 1 2 ", b"2 1 2\t", b"2 1 2\r", b"2 1 2\x0b1", b"2 1 2\x00", b"2\x00 1 2\n"]
+_CRASHERS = [b"2 1 2\x0c", b"2 1 2 ", b"2 1 2\t", b"2 1 2\r", b"2 1 2\x0b1", b"2 1 2\x0b", b"2 1 2x", b"2 1 2\x0b\x0b", b"2 1 2\x00", b"2\x00 1 2\n"]
 
 
 @pytest.mark.parametrize("how", ["", ".gz", "stream"])

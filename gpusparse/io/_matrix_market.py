@@ -230,11 +230,12 @@ def _plain_text(path) -> bool:
     adds the final newline.
     """
     last = b"\n"
+    buffer = bytearray(max(min(os.path.getsize(path), _CHUNK * 16), 1))  # one buffer, no larger than the file
     with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK * 16):
-            if b"\0" in chunk:
+        while n := f.readinto(buffer):
+            if buffer.find(b"\0", 0, n) >= 0:
                 return False
-            last = chunk[-1:]
+            last = buffer[n - 1:n]
     return last == b"\n"
 
 

@@ -110,6 +110,7 @@ def _child() -> None:
     warnings.simplefilter("ignore")
     from gpusparse.io import FileFormatError
     directory = tempfile.mkdtemp()
+    _warm_up(directory)
     for line in sys.stdin:
         case = json.loads(line)
         path = os.path.join(directory, f"case{case['suffix']}")
@@ -126,13 +127,35 @@ def _child() -> None:
         out["peak"] = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         out["path"] = path
-        if "ours" in out and not out["ours"].get("nd"):
-            try:
-                out["peer"] = _peer(case["kind"], path)
-            except BaseException:  # noqa: BLE001 (the peer refusing the file is an answer too)
-                out["peer"] = None
+        out["peer_follows"] = "ours" in out and not out["ours"].get("nd")
+        # ours is reported before the peer runs, so that a peer killing the process is told from ours doing so
         sys.stdout.write(json.dumps(out) + "\n")
         sys.stdout.flush()
+        if out["peer_follows"]:
+            try:
+                peer = _peer(case["kind"], path)
+            except BaseException:  # noqa: BLE001 (the peer refusing the file is an answer too)
+                peer = None
+            sys.stdout.write(json.dumps({"peer": peer}) + "\n")
+            sys.stdout.flush()
+
+
+def _warm_up(directory) -> None:
+    """Read one valid file of each kind, by gpusparse and by the peer, before anything is measured.
+
+    The first read of a kind imports modules (h5py, the binsparse reader)
+    and fills caches; tracemalloc would count that against the first case
+    read by a new child, e.g. the one after a case killed the previous child.
+    """
+    for (kind, suffix, _), payload in _bases().items():
+        path = os.path.join(directory, f"warm{suffix}")
+        with open(path, "wb") as f:
+            f.write(payload)
+        for read in (_ours, _peer):
+            try:
+                read(kind, path)
+            except Exception:  # noqa: BLE001 (a missing peer: its tests skip)
+                pass
 
 
 class _Reader:
@@ -142,6 +165,7 @@ class _Reader:
         self.proc = None
 
     def run(self, case):
+        """The child's report on ``case``; ``peer`` None where the peer refused the file or killed the child."""
         if self.proc is None or self.proc.poll() is not None:
             tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
             self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--child"], text=True,
@@ -153,12 +177,21 @@ class _Reader:
             code = self.proc.wait()
             self.proc = None
             pytest.fail(f"reading a mutated {case['kind']} file ({case['suffix']}) killed the reader: status {code}")
-        return json.loads(line)
+        out = json.loads(line)
+        if out.pop("peer_follows"):
+            line = self.proc.stdout.readline()
+            if line:
+                out.update(json.loads(line))
+            else:  # the peer crashed (SciPy's mmread does on some files): only validity is left to check
+                out["peer"], out["peer_status"] = None, self.proc.wait()
+                self.proc = None
+        return out
 
     def close(self):
         if self.proc is not None and self.proc.poll() is None:
             self.proc.stdin.close()
             self.proc.wait(timeout=30)
+        self.proc = None
 
 
 @pytest.fixture(scope="module")
@@ -354,6 +387,30 @@ def test_every_truncation_of_a_small_file(reader, checked, kind, suffix):
     step = max(1, len(data) // 40)
     outcomes = {_check(reader, kind, suffix, data[:n], _ORIGINALS[key]) for n in range(0, len(data), step)}
     assert "refused" in outcomes
+
+
+def test_a_peer_killing_the_reader_is_not_blamed_on_gpusparse(reader, checked):
+    # scipy.io.mmread (fast_matrix_market 1.7) segfaults on a last line without newline with anything after its
+    # last number -- here the final newline flipped to a vertical tab; gpusparse's mmread reads the file
+    key = ("mtx", ".mtx", "symmetric")
+    payload = _bases()[key][:-1] + b"\x0b"
+    out = reader.run({"kind": "mtx", "suffix": ".mtx", "payload": base64.b64encode(payload).decode()})
+    assert out["ours"] == _ORIGINALS[key], out
+    assert out["peer"] == out["ours"] or out["peer_status"] < 0, out
+    assert _check(reader, "mtx", ".mtx", payload, _ORIGINALS[key]) == "read"  # on a new child
+
+
+@pytest.mark.parametrize("kind", ["npz", "mtx", "h5"])
+def test_a_new_reader_is_warm(reader, checked, kind):
+    # the first read of a kind imports modules (h5py: about 36 MB traced), which the oracle would count as
+    # allocated by the first case read after a crash restarted the child
+    if kind == "h5":
+        pytest.importorskip("binsparse")
+    reader.close()
+    key = _pick(kind, 0)
+    out = reader.run({"kind": kind, "suffix": key[1], "payload": base64.b64encode(_bases()[key]).decode()})
+    assert out["ours"] == _ORIGINALS[key]
+    assert out["peak"] < 2**20, out
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--child"]:
