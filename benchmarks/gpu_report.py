@@ -565,7 +565,7 @@ def pytest_command(py: str, junit: str, *, workers: int, markers: str, test_time
     pytest-timeout's thread method then ends a worker whose test hangs, even
     inside a CUDA call (without xdist the signal method fails just the test).
     Without pytest-timeout the outcome log's plugin ends a process whose test
-    runs past ``GPUSPARSE_TEST_TIMEOUT`` (set by :func:`test_env`).
+    runs past ``GPUSPARSE_TEST_TIMEOUT`` (set by :func:`worker_env`).
     """
     cmd = [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "benchmarks._outcome_log_plugin",
            f"--junitxml={junit}", "-rfE", "--tb=short"]
@@ -598,15 +598,15 @@ def clean_env(env: dict) -> dict:
     return env
 
 
-def test_env(env: dict, *, workers: int, cores: int, test_timeout: float) -> dict:
+def worker_env(env: dict, *, workers: int, cores: int, test_timeout: float) -> dict:
     """``env`` for the test processes: each of ``workers`` gets ``cores // workers`` threads (at least 1).
 
     Examples
     --------
-    >>> e = test_env({}, workers=16, cores=16, test_timeout=60)
+    >>> e = worker_env({}, workers=16, cores=16, test_timeout=60)
     >>> e["NUMBA_NUM_THREADS"], e["OMP_NUM_THREADS"], e["XLA_PYTHON_CLIENT_PREALLOCATE"]
     ('1', '1', 'false')
-    >>> test_env({}, workers=3, cores=16, test_timeout=0)["MKL_NUM_THREADS"]
+    >>> worker_env({}, workers=3, cores=16, test_timeout=0)["MKL_NUM_THREADS"]
     '5'
     """
     env = clean_env(env)
@@ -1085,7 +1085,7 @@ def main(argv=None) -> int:
             if name == "tests":
                 junit, outcomes = os.path.join(logs, "junit.xml"), os.path.join(logs, "outcomes.jsonl")
                 workers = args.workers if _have("xdist") else 1
-                stage_env = test_env(env, workers=workers, cores=os.cpu_count() or 1,
+                stage_env = worker_env(env, workers=workers, cores=os.cpu_count() or 1,
                                      test_timeout=args.test_timeout)
                 stage_env["GPUSPARSE_OUTCOME_LOG"] = outcomes
                 stage_env.setdefault("GPUSPARSE_HYPOTHESIS_PROFILE", "ci")

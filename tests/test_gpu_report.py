@@ -48,11 +48,11 @@ def test_the_default_plan_fits_one_command():
             "io", "dask"} <= names
 
 
-def test_test_env_caps_threads_and_jax():
-    env = gpu_report.test_env({"XLA_PYTHON_CLIENT_PREALLOCATE": "true"}, workers=16, cores=16, test_timeout=60)
+def test_worker_env_caps_threads_and_jax():
+    env = gpu_report.worker_env({"XLA_PYTHON_CLIENT_PREALLOCATE": "true"}, workers=16, cores=16, test_timeout=60)
     assert env["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
     assert all(env[v] == "1" for v in gpu_report.THREAD_VARS)
-    assert gpu_report.test_env({}, workers=4, cores=16, test_timeout=0)["NUMBA_NUM_THREADS"] == "4"
+    assert gpu_report.worker_env({}, workers=4, cores=16, test_timeout=0)["NUMBA_NUM_THREADS"] == "4"
 
 
 def test_the_stage_selects_the_cuda_tests():
@@ -93,7 +93,7 @@ def test_planted_hang_and_crash_are_named(tmp_path):
     (tmp_path / "test_planted.py").write_text(PLANTED)
     (tmp_path / "conftest.py").write_text("")
     outcomes, junit = str(tmp_path / "outcomes.jsonl"), str(tmp_path / "junit.xml")
-    env = gpu_report.test_env(dict(os.environ), workers=1, cores=1, test_timeout=3)
+    env = gpu_report.worker_env(dict(os.environ), workers=1, cores=1, test_timeout=3)
     env["GPUSPARSE_OUTCOME_LOG"] = outcomes
     env["PYTHONPATH"] = REPO + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     cmd = gpu_report.pytest_command(sys.executable, junit, workers=1, markers="", test_timeout=3,
