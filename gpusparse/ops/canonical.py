@@ -51,7 +51,7 @@ def grouped_keys(coords, shape, k, xp):
     return rows[0] if len(rows) == 1 else xp.stack(rows)
 
 
-def sorted_keys(coords, shape, k, xp, payload=None, known_sorted=False):
+def sorted_keys(coords, shape, k, xp, payload=None, known_sorted=False, test_order=True):
     """Row-major sort keys of ``coords`` (``(d, n)`` in ``shape``).
 
     Returns ``(keys, moved, state)``: ``keys`` in sorted order, ``(n,)`` for
@@ -62,12 +62,18 @@ def sorted_keys(coords, shape, k, xp, payload=None, known_sorted=False):
     of gathering them afterwards); ``state`` is 2 if the input was strictly
     increasing, 1 if sorted with repeats, 0 if it was sorted here.
     Synchronises once to test the order, unless the caller knows
-    ``coords`` are sorted (``known_sorted``: state 1, nothing tested).
+    ``coords`` are sorted (``known_sorted``: state 1, nothing tested) or
+    asks for the sort without a test (``test_order=False``: state 0).
     """
     groups = key_groups(shape)
     keys = grouped_keys(coords, shape, k, xp)
     rows = [keys] if keys.ndim == 1 else [keys[i] for i in range(keys.shape[0])]
-    state = 1 if known_sorted else int(to_host(k.sortedness(keys)))  # sync: skip the sort when sorted
+    if known_sorted:
+        state = 1
+    elif test_order:
+        state = int(to_host(k.sortedness(keys)))  # sync: skip the sort when sorted
+    else:
+        state = 0
     if state:
         return keys, None, state
     if len(rows) == 1:
@@ -146,10 +152,20 @@ def sum_segments(data, starts, perm, k):
     return out.reshape((starts.shape[0] - 1,) + dense)
 
 
-def coalesce(x):
+def coalesce(x, test_order=True):
     """Sort ``x``'s coordinates row-major and sum duplicates; ``x`` itself if already coalesced.
 
-    May synchronise the device to learn the number of unique coordinates.
+    Parameters
+    ----------
+    x : COO
+    test_order : bool
+        Test whether the coordinates are sorted already (one sync) and skip
+        the sort if they are. False sorts at once: for callers that know the
+        order is all but certainly not row-major (entries sorted in another
+        order), where the test would cost a sync and save nothing.
+
+    Synchronises the device to learn the number of unique coordinates,
+    unless ``x`` is flagged unique (then there is nothing to sum).
     """
     from gpusparse.containers import COO
     if x.is_coalesced():
@@ -161,14 +177,15 @@ def coalesce(x):
     k, xp = kernels_for(dev), xp_for(dev)
     with device_scope(dev):
         payload = value_payload(x.data)
-        keys, moved, state = sorted_keys(x.coords, sparse_shape, k, xp, payload)
+        keys, moved, state = sorted_keys(x.coords, sparse_shape, k, xp, payload, test_order=test_order)
         if state == 2:
             return _flagged(x, unique=True)
         carried = moved is not None and keys.ndim == 1 and payload is not None
         values = payload_values(moved, x.data) if carried else x.data
         perm = None if carried else moved
-        starts = k.run_starts(keys)  # sync: the size of the output
-        if starts.shape[0] - 1 == x.nnz:  # no duplicates: a permutation only
+        # sync: the size of the output (none when x is flagged unique: nothing to sum)
+        starts = None if x.unique else k.run_starts(keys)
+        if starts is None or starts.shape[0] - 1 == x.nnz:  # no duplicates: a permutation only
             firsts, starts = None, None
         else:
             firsts = starts[:-1]

@@ -128,8 +128,15 @@ def compressed_to_coo(x, *, trusted=True):
                            sorted=trusted and is_csr, unique=trusted)
 
 
-def coo_to_compressed(coo, cls, index_dtype=None):
-    """CSR or CSC (``cls``) from a COO array with two sparse dimensions."""
+def coo_to_compressed(coo, cls, index_dtype=None, *, other_order=False):
+    """CSR or CSC (``cls``) from a COO array with two sparse dimensions.
+
+    ``other_order``: the entries are sorted in the other major order (they
+    come from a CSC array and CSR is wanted); with a row-major sorted COO
+    and CSC wanted this is known from its flags. The sort then runs without
+    first testing whether it is needed (a sync that would almost never save
+    it).
+    """
     from gpusparse.containers import COO
     if coo.sparse_dim != 2:
         raise ValueError(
@@ -139,10 +146,11 @@ def coo_to_compressed(coo, cls, index_dtype=None):
     major = cls._major_axis
     shape = coo.shape
     if major == 1:  # sort column-major: coalesce the transposed coordinates
+        other_order = other_order or (coo.sorted and coo.nnz > 1)
         swapped = (shape[1], shape[0]) + shape[2:]
         coo = COO._from_parts(coo.coords[::-1].copy(), coo.data, swapped, coo.fill_value, coo.device,
                               sorted=False, unique=coo.unique)
-    coo = canonical.coalesce(coo)
+    coo = canonical.coalesce(coo, test_order=not other_order)
     n_major, n_minor = shape[major], shape[1 - major]
     if index_dtype is None:
         index_dtype = index_dtype_for(n_major, n_minor, coo.nnz)
@@ -162,7 +170,7 @@ def asformat(x, format: str):
     coo = x if x.format == "coo" else compressed_to_coo(x)
     if cls.format == "coo":
         return coo
-    return coo_to_compressed(coo, cls)
+    return coo_to_compressed(coo, cls, other_order=x.format != "coo" and coo.nnz > 1)
 
 
 # --------------------------------------------------------------------------

@@ -434,13 +434,41 @@ def _evaluate(dfunc, operands, values, coords, shape, prefix, kwargs, xp, out=No
 
 
 _ANNIHILATED_BY_ZERO = ("multiply", "logical_and", "bitwise_and")
+#: Binary ufuncs that keep an operand's entry where the other is unstored
+#: (``x + 0`` is ``x``): their entries vanish there only when they are the
+#: fill value, so the union is taken without testing.
+_KEEPS_EACH_OPERAND = ("add", "subtract", "logical_or", "logical_xor", "bitwise_or", "bitwise_xor")
 
 
-def _vanishes(dfunc, operands, which, data, coords, shape, prefix, kwargs, fills, xp) -> bool:
+def _intersection_test(dfunc, operands, datas, coords, shape, prefix, kwargs, fills, xp, keep_fill_entries):
+    """Whether the intersection of two sparse operands' entries suffices (see :func:`_vanishes`).
+
+    Returns a bool, or a 0-d device bool for the caller to read together
+    with the size of its merge plan (one sync for both). With fill entries
+    dropped the union always gives the same result (entries that vanish are
+    dropped), so for the functions of ``_KEEPS_EACH_OPERAND`` -- whose
+    entries rarely vanish -- nothing is tested.
+    """
+    name = getattr(dfunc, "__name__", "")
+    if not keep_fill_entries and not kwargs and len(operands) == 2 and name in _KEEPS_EACH_OPERAND:
+        return False
+    pending = None
+    for i, data in enumerate(datas):
+        v = _vanishes(dfunc, operands, i, data, coords[i], shape, prefix, kwargs, fills, xp, lazy=True)
+        if v is False:
+            return False
+        if v is not True:
+            pending = v if pending is None else pending & v
+    return True if pending is None else pending
+
+
+def _vanishes(dfunc, operands, which, data, coords, shape, prefix, kwargs, fills, xp, lazy=False):
     """Whether the entries of sparse operand ``which`` alone all map to the result's fill values.
 
     ``coords`` (the operand's coordinates in natural order) is a callable,
-    called only when dense operands need gathering.
+    called only when dense operands need gathering. ``lazy``: where the
+    answer is one device reduction (a product with fill 0), return it as a
+    0-d device bool instead of reading it.
     """
     n = data.shape[0]
     if n == 0:
@@ -457,7 +485,8 @@ def _vanishes(dfunc, operands, which, data, coords, shape, prefix, kwargs, fills
         # reduction instead of a mask (4M entries: 3 -> 1 ms).
         with np.errstate(all="ignore"):
             total = data.sum()
-        return bool(to_host(xp.isfinite(total)))  # sync: does the intersection suffice?
+        finite = xp.isfinite(total)
+        return finite if lazy else bool(to_host(finite))  # sync: does the intersection suffice?
     coords = coords() if any(o.kind == "dense" for o in operands) else None
     for stop in (min(n, 32), n):
         values = [data[:stop] if i == which else op.value.fill_value
@@ -473,12 +502,22 @@ def _vanishes(dfunc, operands, which, data, coords, shape, prefix, kwargs, fills
     return True
 
 
-def _merge_plan(part, dfunc, operands, kwargs, fills, shape, prefix, order, k, xp):
+def _merge_plan(part, dfunc, operands, kwargs, fills, shape, prefix, order, k, xp, keep_fill_entries=False,
+                defer=False, force_union=False):
     """Coordinates (permuted order) and per-operand index maps of the result's candidate positions.
 
-    Returns ``(values_of, coords, maps, present)``: ``values_of[i]`` has the
-    coalesced ``data`` and ``fill_value`` of operand i, ``maps[i]`` indexes
-    them for every output position (-1: not stored there).
+    Returns ``(values_of, coords, maps, present, deferred)``: ``values_of[i]``
+    has the coalesced ``data`` and ``fill_value`` of operand i, ``maps[i]``
+    indexes them for every output position (-1: not stored there).
+
+    ``force_union``: the union without testing whether the intersection
+    suffices. ``defer`` (two operands): the plan's size is not read. ``deferred`` is
+    then ``(count, pending, perm_shape)`` -- the size as a 0-d device array,
+    the device test of :func:`_intersection_test` or None -- ``coords`` are
+    the merged linear keys and the maps have room for more positions than
+    ``count`` (the rest undefined): the caller reads the size together with
+    what it computes on the plan (:func:`_read_plan`). Otherwise
+    ``deferred`` is None.
     """
     perm_shape = tuple(shape[a] for a in order)
     sparse = [op for op in operands if op.kind == "sparse"]
@@ -487,20 +526,33 @@ def _merge_plan(part, dfunc, operands, kwargs, fills, shape, prefix, order, k, x
     if any(y is None for y in keyed):
         coalesced = [canonical.coalesce(permuted(part(op), order, xp)) for op in sparse]
         coords, maps = union_by_sort(coalesced, perm_shape, k, xp)
-        return coalesced, coords, maps, [False] * len(sparse)
-    how = "union"
-    if len(sparse) == 2:
+        return coalesced, coords, maps, [False] * len(sparse), None
+    how, pending = "union", None
+    if len(sparse) == 2 and not force_union:
         inv = list(np.argsort(order))
-        vanish = all(
-            _vanishes(dfunc, operands, i, y.data, lambda y=y: xp.ascontiguousarray(y.coords()[inv]),
-                      shape, prefix, kwargs, fills, xp)
-            for i, y in enumerate(keyed)
-        )
-        how = "intersection" if vanish else "union"
+        test = _intersection_test(dfunc, operands, [y.data for y in keyed],
+                                  [lambda y=y: xp.ascontiguousarray(y.coords()[inv]) for y in keyed],
+                                  shape, prefix, kwargs, fills, xp, keep_fill_entries)
+        if isinstance(test, bool):
+            how = "intersection" if test else "union"
+        else:  # decided on the device: merge for the intersection, read the test with its size
+            how, pending = "intersection", test
     out_keys, maps = keyed[0].keys, None
+    if defer and len(sparse) == 2:
+        merged, left, right, count = k.merge_sorted(out_keys, keyed[1].keys, how)
+        return keyed, merged, [left, right], [how == "intersection"] * 2, (count, pending, perm_shape)
     for y in keyed[1:]:
         merged, left, right, count = k.merge_sorted(out_keys, y.keys, how)
-        n_out = int(to_host(count))  # sync: size of the merged plan
+        if pending is None:
+            n_out = int(to_host(count))  # sync: size of the merged plan
+        else:
+            # sync: size of the intersection and whether it suffices, read together
+            n_out, suffices = (int(v) for v in to_host(xp.stack([count, pending])))
+            pending = None
+            if not suffices:
+                how = "union"
+                merged, left, right, count = k.merge_sorted(out_keys, y.keys, how)
+                n_out = int(to_host(count))  # sync: size of the merged plan
         merged, left, right = merged[:n_out], left[:n_out], right[:n_out]
         if maps is None:
             maps = [left, right]
@@ -511,7 +563,29 @@ def _merge_plan(part, dfunc, operands, kwargs, fills, shape, prefix, order, k, x
         maps = [xp.arange(out_keys.shape[0], dtype=np.int64)]
     coords = unravel(out_keys, perm_shape, k, xp)
     present = [how == "intersection"] * len(sparse)
-    return keyed, coords, maps, present
+    return keyed, coords, maps, present, None
+
+
+def _read_plan(deferred, keys, values, fill, k, xp):
+    """The coordinates and values a deferred merge plan (see :func:`_merge_plan`) keeps, or None.
+
+    ``values`` were computed over the whole room of the plan. One sync reads
+    its size, how many of its values differ from ``fill`` and, with a
+    pending test, whether the intersection sufficed (None when it did not:
+    the caller plans the union). Entries equal to ``fill`` are dropped
+    here (a second sync, only when there are some).
+    """
+    count, pending, perm_shape = deferred
+    keep = ~fill_mask(values, fill, xp) & (xp.arange(values.shape[0]) < count)
+    parts = [count, keep.sum()] + ([] if pending is None else [pending])
+    report = [int(v) for v in to_host(xp.stack(parts))]  # sync: size of the plan, entries kept, test
+    if pending is not None and not report[2]:
+        return None
+    n, n_keep = report[0], report[1]
+    if n_keep == n:
+        return unravel(keys[:n], perm_shape, k, xp), values[:n]
+    index = xp.nonzero(keep)[0]  # sync: the entries kept
+    return unravel(xp.take(keys, index), perm_shape, k, xp), xp.take(values, index, axis=0)
 
 
 def _sparse_result(func, dfunc, operands, kwargs, shape, fills, dtypes, dev, keep_fill_entries):
@@ -552,14 +626,31 @@ def _sparse_result(func, dfunc, operands, kwargs, shape, fills, dtypes, dev, kee
 
     if _rows_mergeable(sparse, operands, shape, order):
         return _compressed_merge(dfunc, operands, kwargs, shape, fills, dtypes, dev, keep_fill_entries)
-    coalesced, coords, maps, present = _merge_plan(part, dfunc, operands, kwargs, fills, shape,
-                                                   prefix, order, k, xp)
-    values = [spread(y.data, m, y.fill_value, k, p)
-              for y, m, p in zip(coalesced, maps, present)]
-    inv = list(np.argsort(order))
-    natural = coords if order == tuple(range(prefix)) else xp.ascontiguousarray(coords[inv])
-    scratch = values[0] if values and values[0].dtype == dtypes[0] else None  # ours: may be overwritten
-    results = _evaluate(dfunc, operands, values, natural, shape, prefix, kwargs, xp, out=scratch)
+    # One output in COO of two sparse operands: the plan's size is read with the result's (one sync).
+    defer = (len(sparse) == 2 and len(fills) == 1 and fmt == "coo" and not keep_fill_entries
+             and not any(op.kind == "dense" for op in operands))
+    force_union = False
+    while True:
+        coalesced, coords, maps, present, deferred = _merge_plan(
+            part, dfunc, operands, kwargs, fills, shape, prefix, order, k, xp, keep_fill_entries, defer,
+            force_union)
+        values = [spread(y.data, m, y.fill_value, k, p)
+                  for y, m, p in zip(coalesced, maps, present)]
+        inv = list(np.argsort(order))
+        natural = None if deferred else coords if order == tuple(range(prefix)) else \
+            xp.ascontiguousarray(coords[inv])
+        scratch = values[0] if values and values[0].dtype == dtypes[0] else None  # ours: may be overwritten
+        results = _evaluate(dfunc, operands, values, natural, shape, prefix, kwargs, xp, out=scratch)
+        if not deferred:
+            break
+        v = _prepare_values(results[0], dtypes[0], maps[0].shape[0], dense_shape, xp)
+        kept_part = _read_plan(deferred, coords, v, fills[0], k, xp)
+        if kept_part is None:  # the intersection did not suffice: plan the union
+            force_union = True
+            continue
+        natural, v = kept_part  # fill entries dropped already
+        return (_finish(natural, v, fills[0], dtypes[0], shape, prefix, dense_shape, (True, True), fmt, dev,
+                        True),)
     out = []
     for v, fill, dt in zip(results, fills, dtypes):
         if fmt == "csc":
@@ -581,8 +672,9 @@ def _compressed_merge(dfunc, operands, kwargs, shape, fills, dtypes, dev, keep_f
     """Two canonical CSR (CSC) operands merged row by row into CSR (CSC) results."""
     k, xp = kernels_for(dev), xp_for(dev)
     a, b = (op.value for op in operands if op.kind == "sparse")
-    vanish = all(_vanishes(dfunc, operands, i, y.data, None, shape, 2, kwargs, fills, xp)
-                 for i, y in enumerate((a, b)))
+    test = _intersection_test(dfunc, operands, [a.data, b.data], [None, None], shape, 2, kwargs, fills, xp,
+                              keep_fill_entries)
+    vanish = test if isinstance(test, bool) else bool(to_host(test))  # sync: does the intersection suffice?
     how = "intersection" if vanish else "union"
     fused = fused_row_merge(dfunc, operands, kwargs, fills, dtypes, how)  # CPU sum/product: one pass
     if fused is not None:

@@ -505,12 +505,12 @@ def gather(values, index, fill=None):
     """
     values = cupy.ascontiguousarray(cupy.asarray(values))
     index = cupy.ascontiguousarray(cupy.asarray(index, dtype=_I64))
-    if fill is not None:  # rows of a negative index take the fill: gather row 0 there, then overwrite
+    if fill is not None:  # rows of a negative index take the fill: the kernel reads row 0 there, then overwrite
         if values.shape[0] == 0:  # nothing to read: every row is absent
             return cupy.full((index.size, values.shape[1]), fill, dtype=values.dtype)
-        missing = index < 0
-        out = gather(values, cupy.where(missing, 0, index))
-        out[missing] = fill
+        out = gather(values, index)
+        # A masked copy, not a masked assignment: ``out[mask] = fill`` reads the mask's count back.
+        cupy.copyto(out, fill, casting="unsafe", where=(index < 0)[:, None])
         return out
     m = values.shape[0]
     n = index.size
