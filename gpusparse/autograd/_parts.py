@@ -242,10 +242,10 @@ def _index_tensor(t, name, part, ndim):
                         f"{t.dtype}")
 
 
-def _check_parts(sp: Sparse, name: str) -> None:
-    """Validate an operand's components; ``TypeError`` / ``ValueError`` naming ``name`` and the part at fault.
+def _check_parts(sp: Sparse, name: str) -> Sparse:
+    """``sp``, validated; ``TypeError`` / ``ValueError`` naming ``name`` and the part at fault.
 
-    Shapes always; while not compiling also the contents: COO indices inside
+    Shapes, then the contents (in a compiled graph by an operator): COO indices inside
     ``size`` (sorted and unique where flagged coalesced), CSR/CSC
     ``crow_indices`` running non-decreasing from 0 to nnz, plain indices in
     range, sorted and unique within each row (column), as torch's invariants
@@ -275,28 +275,52 @@ def _check_parts(sp: Sparse, name: str) -> None:
         _require(sp.index[0].shape[0] == sp.shape[major] + 1,
                  lambda: f"{name}.{parts[0]} must have {sp.shape[major] + 1} entries ({name}.size[{major}] + 1), "
                          f"got {sp.index[0].shape[0]}")
-    if torch.compiler.is_compiling():
-        return
+    if torch.compiler.is_compiling():  # the contents check runs in the graph, its result anchored to the values
+        ok = _check_contents_op(name, sp.layout, sp.index, list(sp.shape), sp.coalesced, values.dtype)
+        return sp.with_(values=values + ok)
+    _check_contents(name, sp.layout, sp.index, sp.shape, sp.coalesced)
+    return sp
+
+
+def _check_contents(name: str, layout: str, index: list, shape, coalesced: bool) -> None:
+    """The data-dependent checks of :func:`_check_parts` (those of :meth:`gpusparse.SparseArray.check`)."""
     from gpusparse.containers import COO, CSC, CSR
     from gpusparse._components import to_array
     from gpusparse._device import array_device
-    arrays = to_arrays(*sp.index)
-    zeros = torch.zeros((), dtype=torch.float64, device=values.device).expand((nnz, *sp.shape[S:]))
+    parts = _INDEX_NAMES[layout]
+    S = index[0].shape[0] if layout == "coo" else 2
+    shape = tuple(int(s) for s in shape)
+    arrays = to_arrays(*index)
+    zeros = torch.zeros((), dtype=torch.float64, device=index[0].device).expand((index[-1].shape[-1], *shape[S:]))
     data = to_array(zeros, "values")[0]
     dev = array_device(data)
-    if sp.layout == "coo":
-        x = COO._from_parts(arrays[0], data, sp.shape, 0.0, dev, sorted=sp.coalesced, unique=sp.coalesced)
+    if layout == "coo":
+        x = COO._from_parts(arrays[0], data, shape, 0.0, dev, sorted=coalesced, unique=coalesced)
     else:
-        x = (CSR if sp.layout == "csr" else CSC)._from_parts(arrays[0], arrays[1], data, sp.shape, 0.0, dev)
+        x = (CSR if layout == "csr" else CSC)._from_parts(arrays[0], arrays[1], data, shape, 0.0, dev)
     try:
         x.check()
     except ValueError as e:
         message = str(e)
-        if sp.layout == "coo":
+        if layout == "coo":
             message = re.sub(r"\bcoords\b", "indices", message.replace("x is flagged", "is_coalesced=True promises"))
         else:
             message = re.sub(r"\bindices\b", parts[1], re.sub(r"\bindptr\b", parts[0], message))
         raise ValueError(f"{name}: {message}") from None
+
+
+@torch.library.custom_op("gpusparse::check_operand", mutates_args=())
+def _check_contents_op(name: str, layout: str, index: list[torch.Tensor], shape: list[int], coalesced: bool,
+                       dtype: torch.dtype) -> torch.Tensor:
+    """:func:`_check_contents` as an operator of a compiled graph: a zero of ``dtype`` (added to the values,
+    so that the check is not dropped as dead code), or ``ValueError`` naming ``name``."""
+    _check_contents(name, layout, index, shape, coalesced)
+    return torch.zeros((), dtype=dtype, device=index[0].device)
+
+
+@_check_contents_op.register_fake
+def _(name, layout, index, shape, coalesced, dtype):
+    return torch.zeros((), dtype=dtype, device=index[0].device)
 
 
 def as_sparse(x, name: str) -> Sparse:
@@ -319,8 +343,7 @@ def as_sparse(x, name: str) -> Sparse:
         else:
             raise TypeError(f"{name} has layout {x.layout} (or batch dimensions), which gpusparse.autograd does "
                             "not take; convert it with to_sparse_coo()")
-        _check_parts(sp, name)  # torch builds sparse tensors unchecked by default
-        return sp
+        return _check_parts(sp, name)  # torch builds sparse tensors unchecked by default
     if not isinstance(x, tuple):
         raise TypeError(f"{name} must be a torch sparse tensor or a parts tuple, got {type(x).__name__}")
     layout = _tuple_layout(x, name)
@@ -333,9 +356,7 @@ def as_sparse(x, name: str) -> Sparse:
         index, values = [parts[0]], parts[1]
     else:
         index, values, coalesced = [parts[0], parts[1]], parts[2], True
-    sp = Sparse(layout, index, values, size, coalesced, False)
-    _check_parts(sp, name)
-    return sp
+    return _check_parts(Sparse(layout, index, values, size, coalesced, False), name)
 
 
 # --------------------------------------------------------------------------

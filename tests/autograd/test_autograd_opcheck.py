@@ -39,6 +39,7 @@ def _cases():
         ("softmax", ops.softmax, ("csr", csr_index, v, [5, 4], 1, False)),
         ("spmm_reduce", ops.spmm_reduce, ("csr", csr_index, v, [5, 4], b, "max")),
         ("spgemm", ops.spgemm, ("csr", csr_index, v, [5, 4], "coo", [e_index], e_values, [4, 3])),
+        ("check_operand", ops.check_operand, ("a", "coo", [c_index], [5, 4], True, F64)),
     ]
 
 

@@ -127,6 +127,13 @@ def run_malformed_cases() -> None:
                 line["tensor"] = _outcome(fn, _torch(layout, index, values, size, check=False))
             sys.stdout.write(json.dumps(line) + "\n")
             sys.stdout.flush()
+    compiled = torch.compile(lambda x: ga.mm(x, B), fullgraph=True, backend="aot_eager", dynamic=True)
+    for case in COMPILED:
+        layout, index, size, _ = MALFORMED[case]
+        line = {"case": case, "op": "mm_compiled",
+                "parts": _outcome(compiled, _parts(layout, index, V[: index[-1].shape[-1]], size))}
+        sys.stdout.write(json.dumps(line) + "\n")
+        sys.stdout.flush()
 
 
 @pytest.fixture(scope="module")
@@ -164,6 +171,23 @@ def test_malformed_parts_are_refused(case, op, malformed_outcomes):
     if "tensor" in got:  # torch's default: built, not checked
         kind, text = got["tensor"]
         assert kind == "ValueError" and re.search(rf"^{name}[.:] ?.*{message}", text), got
+
+
+#: Malformed contents a compiled graph checks too (by an operator in the graph).
+COMPILED = ("csr_indptr_decreasing", "csr_col_out_of_range", "csr_unsorted", "coo_out_of_range",
+            "coo_false_coalesced")
+
+
+@pytest.mark.parametrize("case", COMPILED)
+def test_malformed_parts_are_refused_compiled(case, malformed_outcomes):
+    """Under ``torch.compile(fullgraph=True)`` as in eager mode (the check is not traced away)."""
+    import re
+    message = MALFORMED[case][3]
+    outcomes, ending = malformed_outcomes
+    got = outcomes.get((case, "mm_compiled"))
+    assert got is not None, f"the child process died at or before this case ({ending})"
+    kind, text = got["parts"]
+    assert kind == "ValueError" and re.search(rf"^a: .*{message}", text), got
 
 
 def test_parts_of_the_wrong_kind_name_the_part():
