@@ -96,7 +96,8 @@ def _same(a, b) -> bool:
         return False
     if a[0] == "error":
         return a[1:] == b[1:]
-    return a[1].shape == b[1].shape and np.array_equal(a[1], b[1], equal_nan=True)
+    # Within rounding: a device may sum in another order from run to run; a mix of states is far off.
+    return a[1].shape == b[1].shape and np.allclose(a[1], b[1], rtol=1e-12, atol=1e-12, equal_nan=True)
 
 
 @given(case=cases())
@@ -118,7 +119,8 @@ def test_readers_see_a_serial_state_while_a_writer_works(device, case):
     for read in expected:  # where a state reads without error, the read agrees with the oracle's
         for state, outcome in zip(states, expected[read]):
             if outcome[0] == "value":
-                np.testing.assert_array_equal(outcome[1], READS[read][1](state, v), err_msg=read)
+                np.testing.assert_allclose(outcome[1], READS[read][1](state, v), rtol=1e-12, atol=1e-12,
+                                           err_msg=read)
 
     errors, bad, done = [], [], threading.Event()
     start = threading.Barrier(1 + len(case["reads"]))
