@@ -4,13 +4,23 @@ Without a subcommand, prints :func:`gpusparse.show_config` (versions,
 devices and why a device is unavailable). ``warmup`` compiles the CPU
 kernels into Numba's on-disk cache (:func:`gpusparse.warmup`)::
 
-    python -m gpusparse warmup [--dtypes float64,float32] [--quiet]
+    python -m gpusparse warmup [--dtypes float64,float32] [--jobs N] [--quiet]
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
 
 
 def main(argv=None) -> int:
@@ -26,18 +36,22 @@ def main(argv=None) -> int:
                     "and when building container images.")
     warm.add_argument("--dtypes", default=None,
                       help="comma-separated value dtypes (default: float64,float32,int64,int32,bool,complex128)")
+    warm.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
+                      help="worker processes compiling at the same time (default: the usable cores, "
+                           "each needing up to about 0.75 GiB)")
     warm.add_argument("--quiet", action="store_true", help="no progress bar and no summary line")
     args = parser.parse_args(argv)
     if args.command == "warmup":
         from gpusparse._warmup import warmup
         dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()] if args.dtypes else None
         try:
-            summary = warmup(dtypes=dtypes, progress=not args.quiet)
+            summary = warmup(dtypes=dtypes, progress=not args.quiet, jobs=args.jobs)
         except TypeError as exc:
             parser.error(f"--dtypes: {exc}")
         if not args.quiet:
-            print(f"gpusparse warmup: {summary['calls']} calls in {summary['seconds']:.1f} s; "
-                  f"kernels cached in {summary['cache_dir']}")
+            processes = f"{summary['jobs']} processes" if summary["jobs"] > 1 else "1 process"
+            print(f"gpusparse warmup: {summary['calls']} calls in {summary['seconds']:.1f} s "
+                  f"({processes}, {summary['cpu_seconds']:.1f} s of CPU); kernels cached in {summary['cache_dir']}")
         return 0
     from gpusparse import show_config
     show_config()

@@ -25,6 +25,7 @@ per-user directory (``~/.cache/numba`` on Linux, see :func:`cache_dir`);
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import warnings
@@ -173,6 +174,11 @@ def _families(gs, dtype, n):
     return steps
 
 
+#: The operation families of :func:`_families`, in the order they are listed there.
+FAMILIES = ("construct", "elementwise", "reductions", "products", "indexing", "manipulation")
+_SIZES = (_SMALL, _LARGE)
+
+
 def _reporter(total, progress):
     """``(advance(label), close())`` for a progress bar on stderr: tqdm if importable, else lines."""
     if not progress:
@@ -196,7 +202,153 @@ def _reporter(total, progress):
     return advance, bar.close
 
 
-def warmup(dtypes=None, progress=True) -> dict:
+def _peak_rss() -> int:
+    """This process's peak resident memory in bytes (0 where unknown)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return 0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
+
+
+def _run_task(dtype_name, family):
+    """Run one operation family for one dtype at both sizes; the task of one warmup process.
+
+    The other families read the canonical arrays that ``construct`` builds
+    first: they build them too (loading ``construct``'s kernels from the
+    cache, as :func:`_schedule` runs them after it), without counting them.
+    """
+    import gpusparse as gs
+
+    dtype = np.dtype(dtype_name)
+    start, cpu = time.perf_counter(), time.process_time()
+    calls = 0
+    skipped = []
+    with gs.device("cpu"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for n in _SIZES:
+            steps = dict(_families(gs, dtype, n))
+            fns = steps[family]
+            if family != "construct":
+                fns = [steps["construct"][0], *fns]
+            for i, fn in enumerate(fns):
+                try:
+                    fn()
+                    if family == "construct" or i > 0:
+                        calls += 1
+                except (TypeError, ValueError, NotImplementedError) as exc:
+                    # an operation this dtype does not support
+                    skipped.append(f"{dtype.name} {family}: {type(exc).__name__}: {exc}")
+    return {"calls": calls, "skipped": skipped, "seconds": time.perf_counter() - start,
+            "cpu_seconds": time.process_time() - cpu, "pid": os.getpid(), "peak_rss": _peak_rss()}
+
+
+def _schedule(dtypes):
+    """``(tasks, needs)``: the ``(dtype, family)`` tasks in the order to start them, and what each waits for.
+
+    ``construct`` of the first dtype runs alone first: it compiles the
+    dtype-independent index kernels (sorting, compressing, searching) that
+    every other task calls, so that they are compiled once rather than by
+    each process at the same time. The other dtypes' ``construct`` tasks
+    follow, then the other families dtype by dtype; a family waits for
+    its dtype's ``construct``, whose canonical arrays it reads.
+
+    >>> tasks, needs = _schedule(["float64", "int32"])
+    >>> tasks[:3]
+    [('float64', 'construct'), ('int32', 'construct'), ('float64', 'elementwise')]
+    >>> needs[("int32", "construct")], needs[("int32", "products")]
+    (('float64', 'construct'), ('int32', 'construct'))
+    """
+    first = dtypes[0]
+    tasks = [(d, "construct") for d in dtypes] + [(d, f) for d in dtypes for f in FAMILIES[1:]]
+    needs = {(d, f): (None if (d, f) == (first, "construct") else (first if f == "construct" else d, "construct"))
+             for d, f in tasks}
+    return tasks, needs
+
+
+def _cache_lock_supported() -> bool:
+    from numba.core import caching
+    cls = getattr(caching, "IndexDataCacheFile", None)
+    return cls is not None and callable(getattr(cls, "save", None)) and callable(getattr(cls, "load", None))
+
+
+def _init_worker(lock):
+    """Serialise this process's reads and writes of Numba's cache index with the other warmup processes.
+
+    Numba writes each cache file atomically (a temporary file, then
+    ``os.replace``), but adding a specialisation to a kernel's index is a
+    read-modify-write of one ``.nbi`` file per kernel, and the new data file
+    takes the first number the index it read leaves free: two processes
+    adding different specialisations of one kernel at the same time would
+    lose one index entry, or pair one's entry with the other's data file.
+    Holding ``lock`` around :meth:`IndexDataCacheFile.save` (and ``load``,
+    which reads the index, then the data file the index names) makes each
+    of them one step for the other warmup processes. Compiling, the slow
+    part, runs outside the lock.
+    """
+    from numba.core import caching
+
+    cls = caching.IndexDataCacheFile
+    save, load = cls.save, cls.load
+
+    def locked_save(self, key, data):
+        with lock:
+            return save(self, key, data)
+
+    def locked_load(self, key):
+        with lock:
+            return load(self, key)
+
+    cls.save, cls.load = locked_save, locked_load
+
+
+def _default_jobs() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _run_parallel(tasks, needs, jobs, on_done):
+    """Run ``tasks`` in ``jobs`` spawned processes, each when its need is done; ``on_done(task, result)``."""
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
+    ctx = multiprocessing.get_context("spawn")
+    lock = ctx.Lock()
+    done = set()
+    waiting = list(tasks)
+    running = {}
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker, initargs=(lock,))
+    try:
+        while waiting or running:
+            # Start ready tasks in order, no more at a time than there are processes, so that the
+            # order holds (the pool would otherwise queue every submitted task).
+            for task in [t for t in waiting if needs[t] is None or needs[t] in done]:
+                if len(running) >= jobs:
+                    break
+                waiting.remove(task)
+                running[pool.submit(_run_task, *task)] = task
+            if not running:
+                raise RuntimeError(f"warmup tasks wait for tasks that never run: {waiting}")
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                task = running.pop(future)
+                try:
+                    result = future.result()
+                except BrokenProcessPool as exc:
+                    raise RuntimeError(f"a warmup process died running {task[0]} {task[1]} (out of memory? "
+                                       f"try fewer jobs): {exc}") from exc
+                done.add(task)
+                on_done(task, result)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def warmup(dtypes=None, progress=True, jobs=None) -> dict:
     """Compile gpusparse's CPU kernels for ``dtypes`` into Numba's on-disk cache.
 
     Every public operation family (construction and conversion, elementwise
@@ -207,6 +359,15 @@ def warmup(dtypes=None, progress=True) -> dict:
     support are skipped. Run it after installing gpusparse and when
     building container images; a second run only loads the cache.
 
+    The (dtype, family) tasks run in ``jobs`` worker processes (started
+    with ``spawn``), each task when the ones it needs have filled the
+    cache: the first dtype's construction first, alone, as it compiles the
+    dtype-independent index kernels that every task calls; then each
+    dtype's construction, which the other families of the dtype need. The
+    processes take turns to read and write Numba's cache index, so that no
+    specialisation is lost (see :func:`_init_worker`). With ``jobs=1``, or
+    without a cache to fill, the tasks run in this process.
+
     Parameters
     ----------
     dtypes : sequence of dtype-like, optional
@@ -216,20 +377,29 @@ def warmup(dtypes=None, progress=True) -> dict:
         indices.
     progress : bool, default True
         Show a progress bar on stderr (tqdm when it is installed, else a
-        line per step).
+        line per task), advanced as the tasks finish.
+    jobs : int, optional
+        Worker processes; default the cores this process may run on
+        (``os.sched_getaffinity``). Each needs up to about 0.75 GiB.
 
     Returns
     -------
     dict
         ``seconds`` (wall time), ``steps`` (family, dtype and size
         triples run), ``calls`` (operations run), ``skipped`` (a line per
-        call that the dtype does not support: family and error) and
-        ``cache_dir`` (see :func:`cache_dir`).
+        call that the dtype does not support: family and error),
+        ``cache_dir`` (see :func:`cache_dir`), ``jobs`` (processes used),
+        ``cpu_seconds`` (CPU time of the tasks, all processes together)
+        and ``peak_rss`` (peak resident bytes of each process that ran
+        tasks, 0 where unknown).
 
     Raises
     ------
     TypeError
-        If ``dtypes`` is not a sequence of dtypes.
+        If ``dtypes`` is not a sequence of dtypes, or ``jobs`` not a
+        positive integer.
+    RuntimeError
+        If a worker process dies (for instance killed for memory).
 
     Examples
     --------
@@ -241,9 +411,11 @@ def warmup(dtypes=None, progress=True) -> dict:
     Traceback (most recent call last):
     ...
     TypeError: dtypes must be a sequence of dtypes, got ['float65']: data type 'float65' not understood
+    >>> gs.warmup(jobs=0)
+    Traceback (most recent call last):
+    ...
+    TypeError: jobs must be a positive integer, got 0
     """
-    import gpusparse as gs
-
     if dtypes is None:
         dtypes = DTYPES
     elif isinstance(dtypes, (str, np.dtype, type)):
@@ -252,27 +424,36 @@ def warmup(dtypes=None, progress=True) -> dict:
         dtypes = [np.dtype(d) for d in dtypes]
     except TypeError as exc:
         raise TypeError(f"dtypes must be a sequence of dtypes, got {dtypes!r}: {exc}") from None
+    if jobs is None:
+        jobs = _default_jobs()
+    elif isinstance(jobs, bool) or not isinstance(jobs, (int, np.integer)) or jobs < 1:
+        raise TypeError(f"jobs must be a positive integer, got {jobs!r}")
+    dtypes = list(dict.fromkeys(dtypes))  # each once
     start = time.perf_counter()
-    sizes = (_SMALL, _LARGE)
-    families = 6
-    advance, close = _reporter(len(dtypes) * len(sizes) * families, progress)
-    calls = 0
-    skipped = []
+    tasks, needs = _schedule([d.name for d in dtypes])
+    where = cache_dir()
+    # Worker processes only help by filling a cache; without one, compile here, for this process.
+    jobs = int(min(jobs, len(tasks))) if where is not None and _cache_lock_supported() else 1
+    advance, close = _reporter(len(tasks), progress)
+    results = {}
+
+    def on_done(task, result):
+        results[task] = result
+        advance(f"{task[0]} {task[1]}")
+
     try:
-        with gs.device("cpu"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            for dtype in dtypes:
-                for n in sizes:
-                    for family, fns in _families(gs, dtype, n):
-                        for fn in fns:
-                            try:
-                                fn()
-                                calls += 1
-                            except (TypeError, ValueError, NotImplementedError) as exc:
-                                # an operation this dtype does not support
-                                skipped.append(f"{dtype.name} {family}: {type(exc).__name__}: {exc}")
-                        advance(f"{dtype.name} {family} ({n} entries)")
+        if jobs > 1:
+            _run_parallel(tasks, needs, jobs, on_done)
+        else:
+            for task in tasks:
+                on_done(task, _run_task(*task))
     finally:
         close()
-    return {"seconds": time.perf_counter() - start, "steps": len(dtypes) * len(sizes) * families,
-            "calls": calls, "skipped": skipped, "cache_dir": cache_dir()}
+    done = [results[t] for t in tasks if t in results]
+    peaks = {}
+    for r in done:
+        peaks[r["pid"]] = max(peaks.get(r["pid"], 0), r["peak_rss"])
+    return {"seconds": time.perf_counter() - start, "steps": len(dtypes) * len(_SIZES) * len(FAMILIES),
+            "calls": sum(r["calls"] for r in done), "skipped": [s for r in done for s in r["skipped"]],
+            "cache_dir": where, "jobs": jobs, "cpu_seconds": sum(r["cpu_seconds"] for r in done),
+            "peak_rss": sorted(peaks.values(), reverse=True)}

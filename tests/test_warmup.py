@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 import gpusparse as gs
+import gpusparse._warmup as warmup_module
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,6 +48,7 @@ PROBE = textwrap.dedent("""
 
     event.register("numba:compile", Listener())
     import gpusparse as gs
+import gpusparse._warmup as warmup_module
 
     which = sys.argv[1]
     rng = np.random.default_rng(0)
@@ -112,6 +114,46 @@ def test_cli_rejects_bad_dtypes_and_keeps_the_bare_command():
     assert f"gpusparse {gs.__version__}" in bare.stdout
 
 
+def test_cli_rejects_bad_jobs():
+    for jobs in ("0", "-2", "two"):
+        bad = subprocess.run([sys.executable, "-m", "gpusparse", "warmup", "--jobs", jobs], env=_env(),
+                             capture_output=True, text=True, timeout=300)
+        assert bad.returncode == 2 and "--jobs" in bad.stderr, bad.stderr
+    for jobs in (0, -1, 1.5, True, "2"):
+        with pytest.raises(TypeError, match="jobs"):
+            gs.warmup(dtypes=["float64"], progress=False, jobs=jobs)
+
+
+def test_schedule_runs_each_task_once_after_what_it_needs():
+    dtypes = list(warmup_module.DTYPES)
+    tasks, needs = warmup_module._schedule(dtypes)
+    assert sorted(tasks) == sorted((d, f) for d in dtypes for f in warmup_module.FAMILIES)
+    assert tasks[0] == (dtypes[0], "construct") and needs[tasks[0]] is None
+    for i, task in enumerate(tasks[1:], 1):
+        assert needs[task] in tasks[:i], task
+        assert needs[task][1] == "construct"
+        assert needs[task][0] == (dtypes[0] if task[1] == "construct" else task[0])
+
+
+def test_warmup_processes_keep_every_cache_entry(tmp_path):
+    # Processes that add specialisations of one kernel to Numba's cache at the same time: each
+    # entry must stay in the kernel's index and name its own data file. Without the warmup's lock
+    # around the index's read-modify-write, entries are lost or swapped.
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from numba.core.caching import IndexDataCacheFile
+
+    index = IndexDataCacheFile(str(tmp_path), "kernel-1.py311", "stamp")
+    keys = [f"signature {i}" for i in range(200)]
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(4, mp_context=ctx, initializer=warmup_module._init_worker,
+                             initargs=(ctx.Lock(),)) as pool:
+        for future in [pool.submit(index.save, key, f"code of {key}") for key in keys]:
+            future.result()
+    assert {key: index.load(key) for key in keys} == {key: f"code of {key}" for key in keys}
+
+
 def test_cache_dir_follows_numba_cache_dir(tmp_path):
     out = _run(["-c", "import gpusparse._warmup as w; print(w.cache_dir())"],
                _env(NUMBA_CACHE_DIR=str(tmp_path))).stdout
@@ -123,7 +165,8 @@ def test_no_compilation_after_warmup(tmp_path):
     env = _env(NUMBA_CACHE_DIR=str(tmp_path / "cache"))
     cold = _probe(_env(NUMBA_CACHE_DIR=str(tmp_path / "empty")), which="coalesce")
     assert cold, "an empty cache must compile the kernels (the probe sees compilations)"
-    done = _run(["-m", "gpusparse", "warmup", "--dtypes", "float64", "--quiet"], env)
+    # two processes at least, so that their sharing of the cache is checked on any machine
+    done = _run(["-m", "gpusparse", "warmup", "--dtypes", "float64", "--jobs", "2", "--quiet"], env)
     assert done.stdout == ""
     compiled = _probe(env)
     assert compiled == [], "compiled after a warmup:\n" + "\n".join(compiled)
