@@ -234,6 +234,7 @@ from gpusparse.ops.reductions import (
     sum,
 )
 from gpusparse.ops.selection import topk
+from gpusparse.ops.semiring import mxm, mxv
 from gpusparse.ops.softmax import log_softmax, softmax
 from gpusparse.ops.tf_ops import fill_empty_rows, merge, reorder, reset_shape, retain, to_indicator
 
@@ -484,4 +485,7 @@ __all__ = [
     "where",
     "zeros",
     "zeros_like",
+    # GraphBLAS-style operations (gpusparse.ops.semiring)
+    "mxm",
+    "mxv",
 ]

@@ -58,6 +58,7 @@ PRIMITIVES = (
     "scatter_dense",
     "gather",
     "take_columns",
+    "transpose_compressed",
     # runs of rows (gpusparse.ops.indexing, .manipulation)
     "copy_segments",
     "segment_search",
@@ -73,6 +74,9 @@ PRIMITIVES = (
     "spmm_reduce",
     "spgemm",
     "sddmm",
+    # semiring products (gpusparse.ops.semiring)
+    "spmm_semiring",
+    "spgemm_semiring",
 )
 
 #: Fused primitives a backend may provide (callers look them up with ``getattr`` and fall back).
@@ -83,6 +87,38 @@ SEGMENT_OPS = ("sum", "prod", "min", "max", "any", "all", "argmin", "argmax")
 
 #: Reductions ``spmm_reduce`` understands.
 SPMM_REDUCE_OPS = ("sum", "mean", "max", "min")
+
+#: Add monoids of the semiring products (their codes are the positions).
+SEMIRING_ADD = ("plus", "min", "max", "lor", "any")
+
+#: Multiply operators of the semiring products (their codes are the positions).
+SEMIRING_MUL = ("times", "plus", "min", "max", "land", "pair", "first", "second")
+
+
+
+def semiring_identity(add, dtype):
+    """The identity of the add monoid ``add`` in ``dtype`` (a NumPy scalar), shared by both backends and the ops.
+
+    0 for ``plus``, ``lor`` and ``any``; for ``min`` / ``max`` the largest /
+    smallest value (``inf`` / ``-inf`` for floats, the dtype's max / min for
+    integers, True / False for bool).
+
+    >>> import numpy as np
+    >>> semiring_identity("min", np.int8), semiring_identity("max", np.float32)
+    (np.int8(127), np.float32(-inf))
+    """
+    import numpy as np
+
+    dtype = np.dtype(dtype)
+    if add in ("min", "max"):
+        if dtype.kind == "b":
+            return np.bool_(add == "min")
+        if dtype.kind == "f":
+            return dtype.type(np.inf if add == "min" else -np.inf)
+        info = np.iinfo(dtype)
+        return dtype.type(info.max if add == "min" else info.min)
+    return dtype.type(0)
+
 
 #: ``trans`` values of ``spmv`` / ``spmm``: op(A) = A, A.T, A.conj().T.
 TRANS_OPS = ("N", "T", "H")
@@ -256,6 +292,19 @@ class Primitives(Protocol):
         whose index is negative hold ``fill`` instead.
         """
 
+    def transpose_compressed(self, indptr, indices, values, n_minor, index_dtype):
+        """indptr (n_major + 1,), indices (nnz,) int32/int64 of a canonical compressed matrix; values (nnz, w) C-contiguous; not validated.
+
+        Returns ``(t_indptr, t_indices, t_values)``: the same matrix
+        compressed along the other axis (CSR -> CSC, CSC -> CSR);
+        ``t_indptr`` (n_minor + 1,) and ``t_indices`` (nnz,) of
+        ``index_dtype``, ``t_values`` (nnz, w). Entries are ordered by minor
+        index, stably (their old major order inside each new slice), so the
+        result is canonical. No sort of (major, minor) keys, no duplicate
+        detection: the CPU runs SciPy's counting sort (histogram, scan,
+        scatter), CUDA a radix sort keyed by the minor index alone.
+        """
+
     def take_columns(self, values, index):
         """values (g, m); index (n,) int64 in [0, m); not validated.
 
@@ -342,4 +391,34 @@ class Primitives(Protocol):
 
         Returns values (nnz,) with ``values[p] = alpha * dot(a[row(p)], bt[indices[p]])``:
         the entries of ``alpha * a @ bt.T`` at the stored positions (SDDMM).
+        """
+
+    # -- semiring products (gpusparse.ops.semiring) -----------------------
+    # ``add`` is one of SEMIRING_ADD, ``mul`` one of SEMIRING_MUL. Values
+    # are integer, float or bool (bool only with lor/any and land/pair/
+    # first/second: the ops map plus/min/max/times on bool onto those).
+    # A term exists for every stored a_ij and stored b_jc (every element
+    # of a dense b); each term is rounded to the value dtype (integers
+    # wrap); a reduction starts from its first term, min/max combine as
+    # C's fmin/fmax; any keeps some term.
+
+    def spmm_semiring(self, indptr, indices, data, shape, b, add, mul, allowed=None):
+        """Canonical CSR of ``shape`` (m, k); b (k, n) C-contiguous of data's dtype; allowed None or (m, n) bool C-contiguous; not validated.
+
+        Returns out (m, n) of data's dtype: ``out[i, c]`` is the ``add``
+        reduction over the stored ``(i, j)`` of ``mul(a_ij, b[j, c])``, and
+        the identity of ``add`` (0, the dtype's max / min, False) where row
+        ``i`` is empty or ``allowed[i, c]`` is False (never computed there).
+        """
+
+    def spgemm_semiring(self, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape, add, mul,
+                        mask_indptr=None, mask_indices=None, complement=False):
+        """Two canonical CSR matrices, (m, k) and (k, n) for ``shape = (m, k, n)``, one value dtype; mask a canonical CSR structure of (m, n) or None; not validated.
+
+        Returns the canonical CSR ``(indptr, indices, data)`` of the
+        semiring product: an entry wherever at least one term exists (and
+        the mask's structure selects it, or with ``complement`` does not),
+        holding the ``add`` reduction of its terms. Index dtype int32 where
+        the sizes allow, else int64. Synchronises to size its output, as
+        ``spgemm`` does.
         """

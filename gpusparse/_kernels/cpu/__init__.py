@@ -14,9 +14,11 @@ from gpusparse._kernels.cpu._reduce import reduce_by_key
 from gpusparse._kernels.cpu._layout import (
     compress, delinearize, expand, gather, linearize, offsets, scatter_dense, take_columns,
 )
+from gpusparse._kernels.cpu._semiring import spgemm_semiring, spmm_semiring
 from gpusparse._kernels.cpu._select import bucket_order, copy_segments, segment_search
 from gpusparse._kernels.cpu._segment import run_starts, segment_ids, segment_reduce, segment_starts, sortedness
 from gpusparse._kernels.cpu._sort import sort_pairs
+from gpusparse._kernels.cpu._transpose import transpose_compressed
 
 __all__ = [
     "bucket_order",
@@ -41,10 +43,14 @@ __all__ = [
     "sort_pairs",
     "sortedness",
     "take_columns",
+    "transpose_compressed",
     # products
     "sddmm",
     "spgemm",
     "spmm",
     "spmm_reduce",
     "spmv",
+    # semiring products
+    "spgemm_semiring",
+    "spmm_semiring",
 ]

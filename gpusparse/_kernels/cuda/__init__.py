@@ -23,6 +23,8 @@ from gpusparse._kernels.cuda._loader import OP_CODES
 from gpusparse._kernels.cuda import _merge, _reduce
 from gpusparse._kernels.cuda._select import bucket_order, copy_segments, segment_search  # select.cu
 from gpusparse._kernels.cuda._linalg import sddmm, spgemm, spmm, spmm_reduce, spmv  # products
+from gpusparse._kernels.cuda._transpose import transpose_compressed  # sort_pairs, compress, gather
+from gpusparse._kernels.cuda._semiring import spgemm_semiring, spmm_semiring  # semiring.cu
 
 __all__ = [
     "bucket_order",
@@ -33,6 +35,7 @@ __all__ = [
     "expand",
     "gather",
     "take_columns",
+    "transpose_compressed",
     "linearize",
     "merge_rows",
     "merge_sorted",
@@ -52,6 +55,9 @@ __all__ = [
     "spmm",
     "spmm_reduce",
     "spmv",
+    # semiring products (_semiring.py, semiring.cu)
+    "spgemm_semiring",
+    "spmm_semiring",
 ]
 
 _I64 = np.dtype(np.int64)

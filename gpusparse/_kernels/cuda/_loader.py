@@ -42,7 +42,7 @@ __all__ = [
 
 #: The kernel families, one ``cuda_kernels/<family>.cu`` each.
 KERNEL_FAMILIES = ("linearize", "sort", "segment", "compress", "scatter", "merge", "spmm", "sddmm",
-                   "select")
+                   "select", "semiring")
 
 #: NVRTC options every module is built with (``-I<kernel_dir()>`` is added).
 COMPILE_OPTIONS = ("--std=c++17",)
@@ -248,4 +248,34 @@ def all_kernels() -> "tuple[tuple[str, str, tuple], ...]":
                 if (code == 1 and dt.kind not in "fc") or (code in (2, 3) and dt.kind == "c"):
                     continue
                 specs.append(("spmm", "gs_csr_spmm_reduce", (dt, idx, code)))
+    specs += semiring_kernels()
     return tuple(specs)
+
+
+def semiring_kernels() -> "list[tuple[str, str, tuple]]":
+    """The instantiations of ``semiring.cu`` (its ``GPUSPARSE_INSTANTIATE_ALL`` block).
+
+    Codes are positions in ``SEMIRING_ADD`` (plus, min, max, lor, any) and
+    ``SEMIRING_MUL`` (times, plus, min, max, land, pair, first, second):
+    numeric dtypes take plus/min/max with every operator but land, and
+    any_pair; bool takes lor with land/pair/first/second, and any_pair.
+    """
+    i64 = np.dtype(np.int64)
+    specs = [("semiring", "gs_semiring_count", (i64,))]
+    numeric_muls = (0, 1, 2, 3, 5, 6, 7)
+    for dt in VALUE_DTYPES:
+        if dt.kind == "c":
+            continue
+        if dt.kind == "b":
+            pairs = [(3, mul) for mul in (4, 5, 6, 7)] + [(4, 5)]
+            expand_muls = (4, 5, 6, 7)
+        else:
+            pairs = [(add, mul) for add in (0, 1, 2) for mul in numeric_muls] + [(4, 5)]
+            expand_muls = numeric_muls
+        for add, mul in pairs:
+            specs.append(("semiring", "gs_semiring_spmm", (dt, i64, add, mul)))
+        for add in sorted({add for add, _ in pairs}):
+            specs.append(("semiring", "gs_semiring_reduce", (dt, add)))
+        for mul in expand_muls:
+            specs.append(("semiring", "gs_semiring_expand", (dt, i64, mul)))
+    return specs

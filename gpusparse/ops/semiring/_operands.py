@@ -1,0 +1,110 @@
+"""Operands of the GraphBLAS-style operations: canonical CSR matrices, vectors as one-column matrices, masks."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpusparse._device import device_scope, kernels_for, xp_for
+from gpusparse.ops import convert
+from gpusparse.ops._linalg_operands import is_sparse
+
+__all__ = ["as_csr", "column_csr", "dense_mask", "dense_operand", "mask_structure", "need_sparse", "vector_of"]
+
+
+def need_sparse(x, name: str, what: str, ndim=(2,)):
+    """``x`` if it is a gpusparse array of ``ndim`` sparse dimensions (no dense ones); TypeError / ValueError otherwise."""
+    if not is_sparse(x):
+        raise TypeError(f"{what}: {name} must be a gpusparse sparse array; got {type(x).__name__}")
+    if x.ndim not in ndim:
+        raise ValueError(f"{what}: {name} must have {' or '.join(map(str, ndim))} dimensions; got shape {x.shape}")
+    if x.dense_dim:
+        raise ValueError(f"{what}: {name} has dense trailing dimensions ({x.dense_dim}); make them sparse first")
+    return x
+
+
+def as_csr(x):
+    """2-D sparse ``x`` as a canonical CSR (duplicates of a COO summed first); ``x`` when it is CSR."""
+    return x if x.format == "csr" else convert.asformat(x, "csr")
+
+
+def column_csr(v):
+    """1-D sparse ``v`` of length k as the canonical CSR of a (k, 1) matrix."""
+    from gpusparse.containers import COO
+    xp = xp_for(v.device)
+    with device_scope(v.device):
+        coords = xp.stack([v.coords[0], xp.zeros(v.nnz, dtype=np.int64)])
+    coo = COO._from_parts(coords, v.data, (v.shape[0], 1), v.fill_value, v.device, sorted=v.sorted,
+                          unique=v.unique)
+    return convert.asformat(coo, "csr")
+
+
+def vector_of(csr):
+    """The 1-D COO of an (m, 1) CSR."""
+    from gpusparse.containers import COO
+    k = kernels_for(csr.device)
+    with device_scope(csr.device):
+        rows = k.expand(csr.indptr, csr.nnz).reshape(1, -1)
+    return COO._from_parts(rows, csr.data, (csr.shape[0],), csr.fill_value, csr.device, sorted=True, unique=True)
+
+
+def dense_operand(b, dev, dtype, name, what):
+    """Dense ``b`` (NumPy / device array, DLPack producer or nested list) on ``dev`` as C-contiguous ``dtype``."""
+    from gpusparse._components import to_array
+    from gpusparse._device import array_device, to_device_array
+    arr, placed = to_array(b, name)
+    if placed and array_device(arr) != dev:
+        raise ValueError(f"{what}: {name} is on {array_device(arr)} and the sparse operand on {dev}; "
+                         "move one explicitly")
+    arr = to_device_array(arr, dev)
+    xp = xp_for(dev)
+    with device_scope(dev):
+        return xp.ascontiguousarray(arr.astype(dtype, copy=False))
+
+
+def mask_structure(mask, shape, dev, what):
+    """The canonical CSR structure ``(indptr, indices)`` a mask selects for a sparse result of ``shape``.
+
+    A sparse mask selects its stored positions (its structure, whatever the
+    values); a dense one its non-zero elements.
+    """
+    if is_sparse(mask):
+        if mask.device != dev:
+            raise ValueError(f"{what}: mask is on {mask.device} and the operands on {dev}")
+        m = mask
+    else:
+        from gpusparse.ops.creation import fromdense
+        m = fromdense(dense_operand(mask, dev, np.bool_, "mask", what), format="coo")
+    if tuple(m.shape) != tuple(shape):
+        raise ValueError(f"{what}: mask has shape {tuple(m.shape)}, the result {tuple(shape)}")
+    if m.ndim == 1:
+        m = column_csr(m)
+    m = as_csr(need_sparse(m, "mask", what))
+    return m.indptr, m.indices
+
+
+def dense_mask(mask, shape, complement, dev, what):
+    """The (m, n) bool array of the outputs a mask selects for a dense result of ``shape`` (1-D: (m, 1))."""
+    xp = xp_for(dev)
+    rows = shape[0]
+    cols = shape[1] if len(shape) == 2 else 1
+    if is_sparse(mask):
+        if tuple(mask.shape) != tuple(shape):
+            raise ValueError(f"{what}: mask has shape {tuple(mask.shape)}, the result {tuple(shape)}")
+        if mask.device != dev:
+            raise ValueError(f"{what}: mask is on {mask.device} and the operands on {dev}")
+        coo = mask if mask.format == "coo" else convert.asformat(mask, "coo")
+        with device_scope(dev):
+            allowed = xp.zeros((rows, cols), dtype=np.bool_)
+            r = coo.coords[0]
+            c = coo.coords[1] if len(shape) == 2 else xp.zeros_like(r)
+            allowed[r, c] = True
+    else:
+        arr = dense_operand(mask, dev, np.bool_, "mask", what)
+        if tuple(arr.shape) != tuple(shape):
+            raise ValueError(f"{what}: mask has shape {tuple(arr.shape)}, the result {tuple(shape)}")
+        with device_scope(dev):
+            allowed = xp.ascontiguousarray(arr.reshape(rows, cols))
+    if complement:
+        with device_scope(dev):
+            allowed = xp.ascontiguousarray(~allowed)
+    return allowed
