@@ -5,7 +5,8 @@ Each operator takes a sparse operand as ``(layout, index, values, shape)``
 ``"csr"`` / ``"csc"`` (``index == [compressed, plain]``, canonical) --
 views the tensors as NumPy/CuPy arrays without copying, runs the operation
 of :mod:`gpusparse.ops` on the tensors' device and returns torch tensors
-over the results. Every operator has a fake implementation (so that
+over the results, on torch's current CUDA stream (:func:`on_torch_stream`).
+Every operator has a fake implementation (so that
 ``torch.compile`` traces it) and a backward written with these operators
 and torch's own, so that the backward traces too. The sparse-sparse
 product and the softmax backward have no derivative of their own (second
@@ -19,7 +20,7 @@ import math
 import torch
 from torch import Tensor
 
-from gpusparse.autograd._parts import container, pattern, to_arrays, to_tensor
+from gpusparse.autograd._parts import container, on_torch_stream, pattern, to_arrays, to_tensor
 
 __all__ = ["coalesce", "coo_indices", "gather", "scatter", "sddmm", "softmax", "spgemm", "spmm", "spmm_reduce"]
 
@@ -40,6 +41,7 @@ def _sparse_dim(layout, index):
 # --------------------------------------------------------------------------
 
 @_lib.custom_op("gpusparse::spmm", mutates_args=())
+@on_torch_stream
 def _spmm(layout: str, index: list[Tensor], values: Tensor, shape: list[int], b: Tensor,
           transpose: bool) -> Tensor:
     from gpusparse.ops import linalg
@@ -78,6 +80,7 @@ _spmm.register_autograd(_spmm_backward, setup_context=_spmm_setup)
 
 
 @_lib.custom_op("gpusparse::sddmm", mutates_args=())
+@on_torch_stream
 def _sddmm(layout: str, index: list[Tensor], shape: list[int], x: Tensor, y: Tensor) -> Tensor:
     from gpusparse.ops import linalg
     if index[-1].shape[-1] == 0 or x.shape[1] == 0:  # nothing stored, or empty inner products
@@ -124,6 +127,7 @@ def sddmm(layout, index, shape, x, y):
 # --------------------------------------------------------------------------
 
 @_lib.custom_op("gpusparse::gather", mutates_args=())
+@on_torch_stream
 def _gather(layout: str, index: list[Tensor], shape: list[int], dense: Tensor) -> Tensor:
     from gpusparse.ops import masks
     (arr,) = to_arrays(dense)
@@ -137,6 +141,7 @@ def _(layout, index, shape, dense):
 
 
 @_lib.custom_op("gpusparse::scatter", mutates_args=())
+@on_torch_stream
 def _scatter(layout: str, index: list[Tensor], values: Tensor, shape: list[int]) -> Tensor:
     return to_tensor(container(layout, index, values, shape).todense(), values)
 
@@ -187,6 +192,7 @@ def scatter(sp):
 # --------------------------------------------------------------------------
 
 @_lib.custom_op("gpusparse::coalesce", mutates_args=())
+@on_torch_stream
 def _coalesce(indices: Tensor, values: Tensor, shape: list[int]) -> tuple[Tensor, Tensor, Tensor]:
     from gpusparse.containers import COO
     from gpusparse._device import array_device, device_scope, xp_for
@@ -246,6 +252,7 @@ def coalesce(indices, values, shape):
 # --------------------------------------------------------------------------
 
 @_lib.custom_op("gpusparse::softmax", mutates_args=())
+@on_torch_stream
 def _softmax(layout: str, index: list[Tensor], values: Tensor, shape: list[int], dim: int, log: bool) -> Tensor:
     from gpusparse.ops import softmax as sm
     x = container(layout, index, values, shape)
@@ -259,6 +266,7 @@ def _(layout, index, values, shape, dim, log):
 
 
 @_lib.custom_op("gpusparse::softmax_backward", mutates_args=())
+@on_torch_stream
 def _softmax_backward(layout: str, index: list[Tensor], out: Tensor, shape: list[int], grad: Tensor,
                       dim: int, log: bool) -> Tensor:
     from gpusparse.ops import softmax as sm
@@ -307,6 +315,7 @@ def coo_indices(layout, index):
 
 
 @_lib.custom_op("gpusparse::spmm_reduce", mutates_args=())
+@on_torch_stream
 def _spmm_reduce(layout: str, index: list[Tensor], values: Tensor, shape: list[int], b: Tensor,
                  reduce: str) -> Tensor:
     from gpusparse.ops import linalg
@@ -362,6 +371,7 @@ def spmm_reduce(sp, b, reduce):
 # --------------------------------------------------------------------------
 
 @_lib.custom_op("gpusparse::spgemm", mutates_args=())
+@on_torch_stream
 def _spgemm(la: str, ia: list[Tensor], va: Tensor, sa: list[int], lb: str, ib: list[Tensor], vb: Tensor,
             sb: list[int]) -> tuple[Tensor, Tensor]:
     from gpusparse.ops import canonical, convert, linalg
@@ -377,6 +387,7 @@ def _(la, ia, va, sa, lb, ib, vb, sb):
 
 
 @_lib.custom_op("gpusparse::spgemm_backward", mutates_args=())
+@on_torch_stream
 def _spgemm_backward(out_indices: Tensor, grad: Tensor, la: str, ia: list[Tensor], va: Tensor, sa: list[int],
                      lb: str, ib: list[Tensor], vb: Tensor, sb: list[int]) -> tuple[Tensor, Tensor]:
     from gpusparse.ops import linalg

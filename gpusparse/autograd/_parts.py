@@ -13,6 +13,8 @@ torch builds them unchecked by default.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import re
 from typing import NamedTuple
@@ -90,6 +92,28 @@ class Sparse(NamedTuple):
         if self.layout == "coo":
             return cls(self.index[0], self.values, self.shape, self.coalesced)
         return cls(self.index[0], self.index[1], self.values, self.shape)
+
+
+def on_torch_stream(fn):
+    """``fn`` run with torch's current CUDA stream as CuPy's current stream.
+
+    For every function of this package that hands torch tensors to
+    gpusparse (the custom operators' implementations, the operand checks):
+    what gpusparse launches then runs on the stream torch runs the caller
+    on, forward and backward alike (torch's autograd engine runs a backward
+    on its forward's stream), in order with torch's own work there. The
+    stream is that of the first CUDA tensor among the arguments (see
+    :func:`gpusparse.ops.interop._torch.torch_stream_scope`).
+    """
+    from gpusparse.ops.interop._torch import torch_stream_scope
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        with torch_stream_scope(*args, *kwargs.values()):
+            return fn(*args, **kwargs)
+    # Annotations resolved in fn's module, where torch.library reads the operator's schema from them.
+    run.__signature__ = inspect.signature(fn, eval_str=True)
+    return run
 
 
 def _coo_gradient(t, grad):
@@ -282,6 +306,7 @@ def _check_parts(sp: Sparse, name: str) -> Sparse:
     return sp
 
 
+@on_torch_stream
 def _check_contents(name: str, layout: str, index: list, shape, coalesced: bool) -> None:
     """The data-dependent checks of :func:`_check_parts` (those of :meth:`gpusparse.SparseArray.check`)."""
     from gpusparse.containers import COO, CSC, CSR

@@ -23,7 +23,10 @@ machine without one:
   the operation's peak;
 * **arg_bytes**: the bytes of the device arrays each launch takes (inputs
   and outputs), an upper bound on its memory traffic;
-* **h2d**: host-to-device copies (``cupy.asarray`` of host data).
+* **h2d**: host-to-device copies (``cupy.asarray`` of host data);
+* **streams**: the stream current at each launch and allocation
+  (``launch_streams``, ``alloc_streams``: counts by stream handle), or the
+  stream a ``RawKernel`` launch names explicitly.
 
 Everything is a no-op unless a :func:`counting` block is open.
 
@@ -86,6 +89,11 @@ class CostCounter:
     launch_names, sync_names : collections.Counter
         The launches and syncs by name (kernel expression, ``cupy`` function
         or conversion).
+    launch_streams, alloc_streams : collections.Counter
+        The launches and the allocations by the handle (``ptr``) of the
+        stream they were made on: ``cupy.cuda.get_current_stream()`` at the
+        time, or the ``stream=`` a kernel launch was given (0: the null
+        stream).
     """
 
     def __init__(self):
@@ -104,6 +112,8 @@ class CostCounter:
         self.open = True
         self.launch_names: "collections.Counter[str]" = collections.Counter()
         self.sync_names: "collections.Counter[str]" = collections.Counter()
+        self.launch_streams: "collections.Counter[int]" = collections.Counter()
+        self.alloc_streams: "collections.Counter[int]" = collections.Counter()
 
     @property
     def peak_above_end(self) -> int:
@@ -172,6 +182,12 @@ class _Call(threading.local):
 _CALL = _Call()
 
 
+def _current_stream() -> int:
+    """The handle of the emulated device's current stream."""
+    from gpusparse._kernels.cuda_emulation._array import current_stream_ptr  # imports this module
+    return current_stream_ptr()
+
+
 def _release(counters, nbytes: int) -> None:
     for counter in counters:
         if counter.open:
@@ -201,7 +217,9 @@ def track_buffer(root: np.ndarray, nbytes: "int | None" = None, *, count: bool =
     if nbytes <= 0:
         return
     counters = tuple(_active)
+    stream = _current_stream()
     for counter in counters:
+        counter.alloc_streams[stream] += 1
         counter.allocations += 1
         counter.alloc_bytes += nbytes
         counter.live += nbytes
@@ -209,9 +227,11 @@ def track_buffer(root: np.ndarray, nbytes: "int | None" = None, *, count: bool =
     weakref.finalize(root, _release, counters, nbytes)
 
 
-def launch(name: str, arg_bytes: int) -> None:
-    """Count one kernel launch of the library's own kernels."""
+def launch(name: str, arg_bytes: int, stream: "int | None" = None) -> None:
+    """Count one kernel launch of the library's own kernels, on ``stream`` (a handle; None: the current one)."""
+    stream = _current_stream() if stream is None else int(stream)
     for counter in _active:
+        counter.launch_streams[stream] += 1
         counter.launches += 1
         counter.raw_launches += 1
         counter.arg_bytes += int(arg_bytes)
@@ -271,7 +291,9 @@ class _Scope:
         new_bytes = counter.alloc_bytes - self.start[1]
         if new_allocations or self.inplace:
             arg_bytes = device_bytes(self.operands) + new_bytes
+            stream = _current_stream()
             for c in _active:
+                c.launch_streams[stream] += 1
                 c.launches += 1
                 c.arg_bytes += arg_bytes
                 c.launch_names[self.name] += 1

@@ -7,7 +7,10 @@ argument is checked against the kernel's parameter (a device array for a
 pointer, a NumPy scalar of the parameter's size and kind for a value), as a
 GPU cannot: a wrong argument type is a silent wrong result there. After the
 launch the guard bytes of every array argument are verified, and the launch
-is reported to :mod:`~gpusparse._kernels.cuda_emulation._counting`.
+is reported to :mod:`~gpusparse._kernels.cuda_emulation._counting`, tagged
+with the stream it ran on: the ``stream=`` it was given, else the current
+one (as a ``RawKernel`` launch without a stream runs on CuPy's current
+stream).
 """
 
 from __future__ import annotations
@@ -173,7 +176,8 @@ class EmulatedKernel:
         if status != 0:
             raise EmulationError(f"{self.expression} of {self.family}.cu: {error.value.decode(errors='replace')}")
         if _counting.active():
-            _counting.launch(self.expression, sum(a._a.nbytes for a in args if isinstance(a, ndarray)))
+            _counting.launch(self.expression, sum(a._a.nbytes for a in args if isinstance(a, ndarray)),
+                             None if stream is None else getattr(stream, "ptr", stream))
 
 
 @functools.cache

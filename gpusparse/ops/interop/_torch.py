@@ -4,11 +4,36 @@ torch refuses to export a sparse tensor through DLPack, but each component
 is an ordinary strided tensor: indices, crow/ccol indices and values travel
 through DLPack one by one, so CPU tensors share memory with NumPy arrays and
 CUDA tensors with CuPy arrays on the same device.
+
+Streams
+-------
+gpusparse launches on CuPy's current stream; a torch program works on
+torch's current stream, which need not be the same one (a side stream, or a
+CUDA graph capture). :func:`torch_stream_scope` makes CuPy's current stream
+torch's for the duration of a call, so that what gpusparse launches, the
+cuSPARSE calls it makes and the memory it allocates (CuPy's pool is per
+stream) are ordered after whatever torch queued on that stream before the
+call, and before whatever it queues after. The autograd operators
+(:mod:`gpusparse.autograd`, forward and backward: torch's autograd engine
+runs a backward on the stream of its forward) and :func:`from_torch` /
+:func:`to_torch` enter it.
+
+DLPack carries the rest: a consumer passes its current stream to the
+producer's ``__dlpack__(stream=...)`` and the producer makes its pending
+work visible on that stream (``cupy.from_dlpack(tensor)`` passes CuPy's
+current stream and torch makes it wait for torch's current stream;
+``torch.from_dlpack(cupy_array)`` passes torch's and CuPy makes it wait for
+CuPy's). gpusparse imports with ``cupy.from_dlpack`` and exports with
+``torch.from_dlpack``, both inside the scope, where the two streams are one
+and the exchange needs no event.
 """
 
 from __future__ import annotations
 
+import contextlib
+
 from gpusparse._components import to_array
+from gpusparse._device import cuda_module
 from gpusparse.ops.interop._common import (
     require_valid,
     check_copy,
@@ -20,7 +45,98 @@ from gpusparse.ops.interop._common import (
     verified_flags,
 )
 
-__all__ = ["from_torch", "is_torch_sparse", "to_torch"]
+__all__ = ["from_torch", "is_torch_sparse", "to_torch", "torch_stream", "torch_stream_scope"]
+
+
+def _cuda_index(objs, torch) -> "int | None":
+    """The index of the first CUDA tensor or device in ``objs`` (lists and tuples searched one level)."""
+    for obj in objs:
+        items = obj if isinstance(obj, (list, tuple)) else (obj,)
+        for t in items:
+            dev = t.device if isinstance(t, torch.Tensor) else t if isinstance(t, torch.device) else None
+            if dev is not None and dev.type == "cuda":
+                return torch.cuda.current_device() if dev.index is None else dev.index
+    return None
+
+
+def torch_stream(*tensors) -> "tuple[int, int] | None":
+    """``(handle, device index)`` of torch's current CUDA stream for ``tensors``, or None.
+
+    The device is that of the first CUDA tensor (or ``torch.device``) among
+    ``tensors`` (lists and tuples of them are searched too), else torch's
+    current device.
+    None where torch is not imported or has not initialised CUDA (then no
+    tensor is on a GPU, and nothing torch queued can be pending). Never
+    imports torch, never initialises CUDA.
+    """
+    torch = loaded("torch")
+    if torch is None or not torch.cuda.is_initialized():
+        return None
+    index = _cuda_index(tensors, torch)
+    if index is None:
+        index = torch.cuda.current_device()
+    return int(torch.cuda.current_stream(index).cuda_stream), int(index)
+
+
+@contextlib.contextmanager
+def torch_stream_scope(*tensors, join: bool = False):
+    """Make torch's current CUDA stream CuPy's current stream inside a ``with`` block.
+
+    Parameters
+    ----------
+    *tensors : torch.Tensor or torch.device
+        The call's tensors: the stream is torch's current stream on the
+        device of the first CUDA one, else on torch's current device (see
+        :func:`torch_stream`).
+    join : bool
+        Also order the stream against CuPy's current stream outside the
+        block, where the two differ: torch's stream waits for CuPy's on
+        entry (gpusparse arrays made before the call are complete before the
+        block reads them) and CuPy's waits for torch's on exit (arrays made
+        in the block are complete before CuPy's stream reads them). For
+        calls whose inputs or outputs are gpusparse arrays (:func:`to_torch`,
+        :func:`from_torch`); the autograd operators take and return torch
+        tensors only, and do not join (a join would tie a torch side stream
+        to CuPy's default stream, torch's default stream too).
+
+    Yields
+    ------
+    cupy.cuda.Stream or None
+        The stream made current (a ``cupy.cuda.ExternalStream`` over
+        torch's), CuPy's current stream where it already is torch's, or None
+        where there is no torch CUDA stream (torch not imported, CUDA not
+        initialised, CuPy missing): the block then runs unchanged.
+
+    Notes
+    -----
+    The current device is set to the stream's device for the block. No
+    synchronisation with the host: the join is an event recorded on one
+    stream and waited for by the other.
+    """
+    found = torch_stream(*tensors)
+    if found is None:
+        yield None
+        return
+    ptr, index = found
+    try:
+        cupy = cuda_module()
+    except ImportError:  # torch has CUDA but there is no CuPy: gpusparse has no CUDA device to launch on
+        yield None
+        return
+    with cupy.cuda.Device(index):
+        outer = cupy.cuda.get_current_stream()
+        if int(outer.ptr) == ptr:
+            yield outer
+            return
+        inner = cupy.cuda.ExternalStream(ptr, index)
+        if join:
+            inner.wait_event(outer.record())
+        try:
+            with inner:
+                yield inner
+        finally:
+            if join:
+                outer.wait_event(inner.record())
 
 
 def is_torch_sparse(obj) -> bool:
@@ -97,17 +213,18 @@ def from_torch(t, *, copy=None):
             "gpusparse.fromdense"
         )
     t = t.detach()
-    if t.layout == torch.sparse_coo:
-        return _from_coo(t, copy)
-    if t.layout in (torch.sparse_csr, torch.sparse_csc) and t.ndim - t.dense_dim() == 2:
-        return _from_compressed(t, copy, torch)
-    layout = str(t.layout).replace("torch.", "")
-    if t.layout in (torch.sparse_csr, torch.sparse_csc):
-        what = f"batch dimensions ({layout} with {t.ndim - t.dense_dim() - 2})"
-    else:
-        what = f"{layout} layout"
-    refuse(copy, f"gpusparse has no {what}; the tensor is converted through COO")
-    return _from_coo(t.to_sparse_coo(), True if copy else None)
+    with torch_stream_scope(t, join=True):
+        if t.layout == torch.sparse_coo:
+            return _from_coo(t, copy)
+        if t.layout in (torch.sparse_csr, torch.sparse_csc) and t.ndim - t.dense_dim() == 2:
+            return _from_compressed(t, copy, torch)
+        layout = str(t.layout).replace("torch.", "")
+        if t.layout in (torch.sparse_csr, torch.sparse_csc):
+            what = f"batch dimensions ({layout} with {t.ndim - t.dense_dim() - 2})"
+        else:
+            what = f"{layout} layout"
+        refuse(copy, f"gpusparse has no {what}; the tensor is converted through COO")
+        return _from_coo(t.to_sparse_coo(), True if copy else None)
 
 
 def _from_coo(t, copy):
@@ -179,6 +296,13 @@ def to_torch(x, *, copy=None):
     copy = check_copy(copy)
     require_zero_fill(x, "torch")
     require_valid(x, "torch")
+    device = torch.device("cuda", x.device.index) if x.device.is_cuda else None
+    with torch_stream_scope(device, join=True):
+        return _to_torch(x, copy, torch, convert)
+
+
+def _to_torch(x, copy, torch, convert):
+    """:func:`to_torch` on torch's current stream (``torch.from_dlpack`` passes it to ``__dlpack__``)."""
     if copy:
         x = convert.copy(x)
     tensors = tuple(torch.from_dlpack(a) for a in convert.components(x))
