@@ -725,6 +725,7 @@ def smoke(device_name: str) -> None:
             "scatter_dense": lambda: k.scatter_dense(p(idx), p(vals), p(np.zeros((4, 2)))),
             "gather": lambda: k.gather(p(vals), p(idx)),
             "take_columns": lambda: k.take_columns(p(vals.T.copy()), p(idx)),
+            "transpose_compressed": lambda: k.transpose_compressed(p(ptr), p(idx), p(vals), 5, np.int32),
             "copy_segments": lambda: k.copy_segments(p(vals), p(idx[:8]), p(idx[8:16]), p(idx[16:24]),
                                                      p(np.zeros((5, 2)))),
             "segment_search": lambda: k.segment_search(p(ints), p(idx), p(idx[::-1]), p(idx)),

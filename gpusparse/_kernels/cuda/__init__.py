@@ -24,6 +24,7 @@ from gpusparse._kernels.cuda import _merge, _reduce
 from gpusparse._kernels.cuda._select import bucket_order, copy_segments, segment_search  # select.cu
 from gpusparse._kernels.cuda._linalg import sddmm, spgemm, spmm, spmm_reduce, spmv  # products
 from gpusparse._kernels.cuda._transpose import transpose_compressed  # sort_pairs, compress, gather
+from gpusparse._kernels.cuda._transpose import transpose_compressed  # sort_pairs, compress, gather
 from gpusparse._kernels.cuda._semiring import spgemm_semiring, spmm_semiring  # semiring.cu
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "expand",
     "gather",
     "take_columns",
+    "transpose_compressed",
     "transpose_compressed",
     "linearize",
     "merge_rows",
