@@ -234,7 +234,7 @@ from gpusparse.ops.reductions import (
     sum,
 )
 from gpusparse.ops.selection import topk
-from gpusparse.ops.semiring import mxm, mxv
+from gpusparse.ops.semiring import apply, ewise_add, ewise_mult, mxm, mxv, select
 from gpusparse.ops.softmax import log_softmax, softmax
 from gpusparse.ops.tf_ops import fill_empty_rows, merge, reorder, reset_shape, retain, to_indicator
 
@@ -488,4 +488,8 @@ __all__ = [
     # GraphBLAS-style operations (gpusparse.ops.semiring)
     "mxm",
     "mxv",
+    "ewise_add",
+    "ewise_mult",
+    "select",
+    "apply",
 ]

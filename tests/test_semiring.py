@@ -320,3 +320,65 @@ def test_matches_python_graphblas(rng):
         expected = np.full((m, n), got.fill_value, dtype=got.dtype)
         expected[rows, cols] = vals
         assert_sparse_result(got, expected, present, got.fill_value)
+
+
+# --------------------------------------------------------------------------
+# ewise_add / ewise_mult / select / apply
+# --------------------------------------------------------------------------
+
+_BINARY_ORACLE = {
+    "plus": np.add, "minus": np.subtract, "times": np.multiply, "min": np.minimum, "max": np.maximum,
+    "first": lambda x, y: x, "second": lambda x, y: y, "pair": lambda x, y: np.ones_like(x),
+    "land": np.logical_and, "lor": np.logical_or, "gt": np.greater,
+}
+
+
+@pytest.mark.parametrize("op", sorted(_BINARY_ORACLE))
+def test_ewise_add_and_mult(device, op, rng):
+    for shape in [(4, 5), (0, 3), (6,)]:
+        ac, ad, av, ap = random_coo(rng, shape, np.int64)
+        bc, bd, bv, bp = random_coo(rng, shape, np.int64)
+        a = sparse_on(device, ac, ad, shape, "coo" if len(shape) == 1 else "csr")
+        b = sparse_on(device, bc, bd, shape, "coo")
+        f = _BINARY_ORACLE[op]
+        both = np.asarray(f(av, bv))
+        dtype = both.dtype
+        fill = np.asarray(f(np.int64(0), np.int64(0))).astype(dtype)[()]
+        union = np.where(ap & bp, both, np.where(ap, av.astype(dtype), bv.astype(dtype)))
+        got = gs.ewise_add(a, b, op)
+        assert_sparse_result(got, union.astype(dtype), ap | bp, fill)
+        got = gs.ewise_mult(a, b, op)
+        assert_sparse_result(got, both.astype(dtype), ap & bp, fill)
+
+
+@pytest.mark.parametrize("op,thunk", [("tril", 0), ("tril", -1), ("triu", 1), ("diag", 0), ("offdiag", 0),
+                                      ("rowle", 1), ("colgt", 2), ("valuegt", 0), ("valuele", -1),
+                                      ("valueeq", 2), ("valuene", 0)])
+def test_select(device, op, thunk, rng):
+    shape = (5, 4)
+    coords, data, values, present = random_coo(rng, shape, np.int32)
+    i, j = np.indices(shape)
+    keep = {"tril": j <= i + thunk, "triu": j >= i + thunk, "diag": j == i + thunk,
+            "offdiag": j != i + thunk, "rowle": i <= thunk, "colgt": j > thunk,
+            "valuegt": values > thunk, "valuele": values <= thunk, "valueeq": values == thunk,
+            "valuene": values != thunk}[op]
+    for fmt in ("coo", "csr", "csc"):
+        x = sparse_on(device, coords, data, shape, fmt)
+        got = gs.select(x, (op, thunk))
+        assert got.format == fmt
+        assert_sparse_result(got, values, present & keep, np.int32(0))
+
+
+def test_apply(device, rng):
+    shape = (4, 3)
+    coords, data, values, present = random_coo(rng, shape, np.float64)
+    x = sparse_on(device, coords, data, shape, "csr")
+    assert_sparse_result(gs.apply(x, "ainv"), -values + 0.0, present, np.float64(0))
+    assert_sparse_result(gs.apply(x, "abs"), np.abs(values), present, np.float64(0))
+    assert_sparse_result(gs.apply(x, ("plus", 2.5)), values + 2.5, present, np.float64(2.5))
+    assert_sparse_result(gs.apply(x, "max", thunk=1.0), np.maximum(values, 1.0), present, np.float64(1.0))
+    assert_sparse_result(gs.apply(x, "one"), np.ones(shape), present, np.float64(1.0))
+    with pytest.raises(ValueError, match="unknown operator"):
+        gs.apply(x, "nope")
+    with pytest.raises(ValueError, match="unknown operator"):
+        gs.select(x, "nope")
