@@ -10,8 +10,9 @@ The parallel version splits the old major slices into one chunk per
 thread (balanced by entries), counts each chunk in its own histogram, and
 gives chunk ``t`` the slots of minor index ``c`` after those of chunks
 ``0 .. t-1``: the same slots as the serial walk, so the result is the same
-bit for bit. It runs from :data:`PARALLEL_TRANSPOSE_MIN` entries when the
-histograms (threads x minor size) stay no larger than the entries.
+bit for bit. It runs from :data:`PARALLEL_TRANSPOSE_MIN` entries on
+:data:`PARALLEL_TRANSPOSE_THREADS` threads or more, when the histograms
+(threads x minor size) stay no larger than the entries.
 
 Bounds: whatever ``indptr`` and ``indices`` hold, the kernels stay inside
 their buffers (the contract in :mod:`gpusparse._kernels`): ``indptr``
@@ -31,9 +32,13 @@ from gpusparse._kernels.cpu._common import empty
 
 __all__ = ["transpose_compressed"]
 
-#: From this many entries the transpose runs on every thread (measured: below
-#: it thread start-up and the per-thread histograms cost more than they save).
+#: From this many entries, and with at least :data:`PARALLEL_TRANSPOSE_THREADS`
+#: threads, the transpose runs on every thread. On two cores the parallel
+#: version lost to the serial one at 2**22 and 2**24 entries (the second pass
+#: over the indices and the per-thread histograms cost more than one more
+#: core saves), so it waits for four.
 PARALLEL_TRANSPOSE_MIN = 1 << 22
+PARALLEL_TRANSPOSE_THREADS = 4
 
 _WORD = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
@@ -55,6 +60,8 @@ def _clip(v, lo, hi):
 
 @jit()
 def _transpose_serial(indptr, indices, values, n_minor, t_indptr, t_indices, t_values):
+    # t_indptr (n_minor + 1,) of the output index dtype serves as the cursors:
+    # no count exceeds nnz, and a cursor only advances past a slot it wrote.
     nnz = indices.size
     n_major = indptr.size - 1
     width = values.shape[1]
@@ -62,14 +69,9 @@ def _transpose_serial(indptr, indices, values, n_minor, t_indptr, t_indices, t_v
     if n_minor == 0:
         return
     last = n_minor - 1
-    # Histogram of the entries that lie in some slice (all of them on valid input).
-    for r in range(n_major):
-        start, end = _clip(indptr[r], 0, nnz), _clip(indptr[r + 1], 0, nnz)
-        for p in range(start, end):
-            t_indptr[_clip(indices[p], 0, last) + 1] += 1
-    # Exclusive scan: t_indptr[c] is the first slot of minor index c; the scatter
-    # advances it to the slot after the last one, which is t_indptr[c + 1].
-    for c in range(n_minor):
+    for p in range(nnz):  # histogram, shifted by one
+        t_indptr[_clip(indices[p], 0, last) + 1] += 1
+    for c in range(n_minor):  # exclusive scan: t_indptr[c] is the first slot of c
         t_indptr[c + 1] += t_indptr[c]
     for r in range(n_major):
         start, end = _clip(indptr[r], 0, nnz), _clip(indptr[r + 1], 0, nnz)
@@ -78,10 +80,13 @@ def _transpose_serial(indptr, indices, values, n_minor, t_indptr, t_indices, t_v
             d = t_indptr[c]
             if d < nnz:
                 t_indices[d] = r
-                for w in range(width):
-                    t_values[d, w] = values[p, w]
-            t_indptr[c] = d + 1
-    # Shift back: each slot holds the end of its minor index, the start of the next.
+                if width == 1:
+                    t_values[d, 0] = values[p, 0]
+                else:
+                    for w in range(width):
+                        t_values[d, w] = values[p, w]
+                t_indptr[c] = d + 1
+    # Each cursor stopped at the end of its minor index, the start of the next: shift back.
     for c in range(n_minor, 0, -1):
         t_indptr[c] = t_indptr[c - 1]
     t_indptr[0] = 0
@@ -125,7 +130,7 @@ def _transpose_parallel(indptr, indices, values, n_minor, chunk_rows, hist, t_in
             for p in range(start, end):
                 c = _clip(indices[p], 0, last)
                 d = h[c]
-                if d < nnz:
+                if 0 <= d < nnz:  # overlapping slices (invalid indptr) may overflow the counts
                     t_indices[d] = r
                     for w in range(width):
                         t_values[d, w] = values[p, w]
@@ -155,12 +160,12 @@ def transpose_compressed(indptr, indices, values, n_minor, index_dtype):
     """
     nnz = indices.shape[0]
     n_major = indptr.shape[0] - 1
-    t_indptr = empty(n_minor + 1, np.int64)
+    t_indptr = empty(n_minor + 1, index_dtype)
     t_indices = empty(nnz, index_dtype)
     t_values = empty(values.shape, values.dtype)
     words, t_words = _words(values), _words(t_values)
     threads = n_threads()
-    if threads > 1 and nnz >= PARALLEL_TRANSPOSE_MIN and n_minor > 0 and threads * n_minor <= nnz:
+    if threads >= PARALLEL_TRANSPOSE_THREADS and nnz >= PARALLEL_TRANSPOSE_MIN and n_minor > 0 and threads * n_minor <= nnz:
         n_chunks = min(threads, max(n_major, 1))
         hist = np.empty((n_chunks, n_minor), dtype=np.int64)
         chunk_rows = _chunk_rows(indptr, nnz, n_chunks)
@@ -168,4 +173,4 @@ def transpose_compressed(indptr, indices, values, n_minor, index_dtype):
                             t_indptr, t_indices, t_words)
     else:
         _transpose_serial(indptr, indices, words, np.int64(n_minor), t_indptr, t_indices, t_words)
-    return t_indptr.astype(index_dtype, copy=False), t_indices, t_values
+    return t_indptr, t_indices, t_values
