@@ -81,7 +81,8 @@ EMULATED_TESTS ?= tests/kernels tests/test_coo.py tests/test_compressed.py tests
 	tests/test_linalg.py tests/test_softmax.py tests/test_tf_ops.py tests/test_creation.py tests/test_check.py \
 	tests/test_numpy_functions.py tests/test_comparison.py tests/test_einsum.py tests/test_inplace.py \
 	tests/test_options.py tests/test_selection.py tests/test_io_npz.py tests/test_io_matrix_market.py \
-	tests/test_io_binsparse.py tests/autograd tests/test_array_api.py tests/dask
+	tests/test_io_binsparse.py tests/autograd tests/test_array_api.py tests/dask \
+	tests/test_semiring.py tests/test_graph.py
 
 emulation-test: $(call stamp,$(EXTRAS))
 	GPUSPARSE_CUDA_EMULATION=1 $(BIN)/python -m pytest -m gpu $(EMULATED_TESTS) $(PYTEST_ARGS)

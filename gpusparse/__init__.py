@@ -6,6 +6,7 @@ hand-written CUDA kernels and cuSPARSE on the GPU, Numba kernels on the CPU.
 """
 
 from gpusparse import fft, linalg
+from gpusparse import graph
 from gpusparse._array_api import (  # noqa: A004 -- the array API's names (bool, pow, ...)
     API_VERSIONS,
     __array_namespace_info__,
@@ -492,4 +493,5 @@ __all__ = [
     "ewise_mult",
     "select",
     "apply",
+    "graph",
 ]
