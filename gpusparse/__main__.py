@@ -38,7 +38,7 @@ def main(argv=None) -> int:
                       help="comma-separated value dtypes (default: float64,float32,int64,int32,bool,complex128)")
     warm.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
                       help="worker processes compiling at the same time (default: the usable cores, "
-                           "each needing up to about 0.75 GiB)")
+                           "each holding less than 1 GiB)")
     warm.add_argument("--quiet", action="store_true", help="no progress bar and no summary line")
     args = parser.parse_args(argv)
     if args.command == "warmup":

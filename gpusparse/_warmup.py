@@ -16,6 +16,11 @@ non-contiguous views the operations pass to the kernels -- and nothing
 else; a signature list would have to be kept in step with every kernel and
 every call site by hand.
 
+The operation families of each dtype are compiled in worker processes,
+as many at a time as there are usable cores (``--jobs``); the processes
+share Numba's cache, taking turns at its index files (see
+:func:`_init_worker`).
+
 Run it once after installing, and when building a container image
 (``python -m gpusparse warmup``). Where the package directory is not
 writable (a system or read-only install), Numba keeps the cache in a
@@ -177,6 +182,10 @@ def _families(gs, dtype, n):
 #: The operation families of :func:`_families`, in the order they are listed there.
 FAMILIES = ("construct", "elementwise", "reductions", "products", "indexing", "manipulation")
 _SIZES = (_SMALL, _LARGE)
+#: A warmup process is replaced once a task leaves it holding more than this: it keeps every kernel
+#: it compiled in memory (a process that compiles all six default dtypes grows past 1.3 GiB), and
+#: one task adds less than 0.45 GiB (a whole dtype, compiled into an empty cache).
+_RECYCLE_BYTES = 512 << 20
 
 
 def _reporter(total, progress):
@@ -200,6 +209,15 @@ def _reporter(total, progress):
         bar.update(1)
 
     return advance, bar.close
+
+
+def _rss() -> int:
+    """This process's resident memory now in bytes (its peak where /proc is missing)."""
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return _peak_rss()
 
 
 def _peak_rss() -> int:
@@ -241,7 +259,7 @@ def _run_task(dtype_name, family):
                     # an operation this dtype does not support
                     skipped.append(f"{dtype.name} {family}: {type(exc).__name__}: {exc}")
     return {"calls": calls, "skipped": skipped, "seconds": time.perf_counter() - start,
-            "cpu_seconds": time.process_time() - cpu, "pid": os.getpid(), "peak_rss": _peak_rss()}
+            "cpu_seconds": time.process_time() - cpu, "pid": os.getpid(), "peak_rss": _peak_rss(), "rss": _rss()}
 
 
 def _schedule(dtypes):
@@ -287,6 +305,8 @@ def _init_worker(lock):
     of them one step for the other warmup processes. Compiling, the slow
     part, runs outside the lock.
     """
+    if not _cache_lock_supported():  # then the warmup runs one process
+        return
     from numba.core import caching
 
     cls = caching.IndexDataCacheFile
@@ -312,40 +332,56 @@ def _default_jobs() -> int:
 
 
 def _run_parallel(tasks, needs, jobs, on_done):
-    """Run ``tasks`` in ``jobs`` spawned processes, each when its need is done; ``on_done(task, result)``."""
+    """Run ``tasks`` in ``jobs`` spawned processes, each when its need is done; ``on_done(task, result)``.
+
+    Each process is a one-worker pool, given one task at a time (so that
+    the order of ``tasks`` holds), and replaced once a task leaves it
+    holding more than :data:`_RECYCLE_BYTES`: a process keeps every kernel
+    it compiled in memory.
+    """
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
     ctx = multiprocessing.get_context("spawn")
     lock = ctx.Lock()
+
+    def start():
+        return ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=_init_worker, initargs=(lock,))
+
+    idle = [start() for _ in range(jobs)]
     done = set()
     waiting = list(tasks)
     running = {}
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker, initargs=(lock,))
     try:
         while waiting or running:
-            # Start ready tasks in order, no more at a time than there are processes, so that the
-            # order holds (the pool would otherwise queue every submitted task).
             for task in [t for t in waiting if needs[t] is None or needs[t] in done]:
-                if len(running) >= jobs:
+                if not idle:
                     break
                 waiting.remove(task)
-                running[pool.submit(_run_task, *task)] = task
+                pool = idle.pop()
+                running[pool.submit(_run_task, *task)] = (task, pool)
             if not running:
                 raise RuntimeError(f"warmup tasks wait for tasks that never run: {waiting}")
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in finished:
-                task = running.pop(future)
+                task, pool = running.pop(future)
                 try:
                     result = future.result()
                 except BrokenProcessPool as exc:
                     raise RuntimeError(f"a warmup process died running {task[0]} {task[1]} (out of memory? "
                                        f"try fewer jobs): {exc}") from exc
+                finally:
+                    idle.append(pool)
+                if result["rss"] > _RECYCLE_BYTES and (waiting or running):
+                    idle.remove(pool)
+                    pool.shutdown(wait=False)
+                    idle.append(start())
                 done.add(task)
                 on_done(task, result)
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        for pool in idle + [pool for _, pool in running.values()]:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def warmup(dtypes=None, progress=True, jobs=None) -> dict:
@@ -365,8 +401,11 @@ def warmup(dtypes=None, progress=True, jobs=None) -> dict:
     dtype-independent index kernels that every task calls; then each
     dtype's construction, which the other families of the dtype need. The
     processes take turns to read and write Numba's cache index, so that no
-    specialisation is lost (see :func:`_init_worker`). With ``jobs=1``, or
-    without a cache to fill, the tasks run in this process.
+    specialisation is lost (see :func:`_init_worker`). A process that
+    has come to hold more than 0.5 GiB of compiled kernels is replaced
+    after its task, so that each stays under 1 GiB. Without a cache to
+    fill (``GPUSPARSE_NUMBA_CACHE=0``) the tasks run in this process
+    instead, compiling the kernels for it alone.
 
     Parameters
     ----------
@@ -380,7 +419,7 @@ def warmup(dtypes=None, progress=True, jobs=None) -> dict:
         line per task), advanced as the tasks finish.
     jobs : int, optional
         Worker processes; default the cores this process may run on
-        (``os.sched_getaffinity``). Each needs up to about 0.75 GiB.
+        (``os.sched_getaffinity``). Each holds less than 1 GiB.
 
     Returns
     -------
@@ -388,10 +427,10 @@ def warmup(dtypes=None, progress=True, jobs=None) -> dict:
         ``seconds`` (wall time), ``steps`` (family, dtype and size
         triples run), ``calls`` (operations run), ``skipped`` (a line per
         call that the dtype does not support: family and error),
-        ``cache_dir`` (see :func:`cache_dir`), ``jobs`` (processes used),
+        ``cache_dir`` (see :func:`cache_dir`), ``jobs`` (processes at a time),
         ``cpu_seconds`` (CPU time of the tasks, all processes together)
         and ``peak_rss`` (peak resident bytes of each process that ran
-        tasks, 0 where unknown).
+        tasks, largest first, 0 where unknown).
 
     Raises
     ------
@@ -432,8 +471,7 @@ def warmup(dtypes=None, progress=True, jobs=None) -> dict:
     start = time.perf_counter()
     tasks, needs = _schedule([d.name for d in dtypes])
     where = cache_dir()
-    # Worker processes only help by filling a cache; without one, compile here, for this process.
-    jobs = int(min(jobs, len(tasks))) if where is not None and _cache_lock_supported() else 1
+    jobs = int(min(jobs, len(tasks))) if _cache_lock_supported() else 1
     advance, close = _reporter(len(tasks), progress)
     results = {}
 
@@ -442,9 +480,9 @@ def warmup(dtypes=None, progress=True, jobs=None) -> dict:
         advance(f"{task[0]} {task[1]}")
 
     try:
-        if jobs > 1:
+        if where is not None:
             _run_parallel(tasks, needs, jobs, on_done)
-        else:
+        else:  # without a cache, worker processes would compile for nothing: compile for this one
             for task in tasks:
                 on_done(task, _run_task(*task))
     finally:
