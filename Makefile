@@ -2,7 +2,9 @@
 #
 #   make demo         create .venv if needed, install, run python -m gpusparse.demo
 #   make test         kernels-check, wheel-check, pytest, then emulation-test (in .venv)
-#   make kernels-check  compile every cuda_kernels/*.cu with nvcc (skipped without nvcc)
+#   make kernels-check  compile every cuda_kernels/*.cu with nvcc (warnings as errors), print each
+#                     kernel's ptxas resources and occupancy, check tools/kernel_budgets.json
+#                     (skipped without nvcc)
 #   make emulation-test  the CUDA tests on the CPU execution harness (no GPU needed)
 #   make emulation-memcheck  the same kernel tests with AddressSanitizer
 #   make gpu-cost     launches, syncs and device memory of every operation on the emulated
