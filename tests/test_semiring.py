@@ -382,3 +382,58 @@ def test_apply(device, rng):
         gs.apply(x, "nope")
     with pytest.raises(ValueError, match="unknown operator"):
         gs.select(x, "nope")
+
+
+# --------------------------------------------------------------------------
+# The primitives: conformance and hostile structures
+# --------------------------------------------------------------------------
+
+def test_semiring_primitives_conform():
+    """Both implementations define them with the Protocol's signature and first docstring line (CUDA: read from
+    its source, importable without CuPy)."""
+    import ast
+    import inspect
+    from pathlib import Path
+
+    from gpusparse._kernels import SEMIRING_PRIMITIVES, Primitives, cpu
+
+    def sig(f):
+        return [(p.name, p.default) for p in inspect.signature(f).parameters.values()]
+
+    cuda_dir = Path(cpu.__file__).parent.parent / "cuda"
+    cuda_defs = {node.name: node for path in cuda_dir.glob("*.py")
+                 for node in ast.parse(path.read_text()).body if isinstance(node, ast.FunctionDef)}
+    cuda_all = (cuda_dir / "__init__.py").read_text()
+    for name in SEMIRING_PRIMITIVES:
+        spec = getattr(Primitives, name)
+        expected = sig(spec)[1:]  # without self
+        first = spec.__doc__.strip().splitlines()[0]
+        func = getattr(cpu, name)
+        assert name in cpu.__all__
+        assert sig(func) == expected
+        assert func.__doc__.strip().splitlines()[0] == first
+        node = cuda_defs[name]
+        assert f'"{name}"' in cuda_all
+        args = node.args.args
+        defaults = [inspect.Parameter.empty] * (len(args) - len(node.args.defaults)) + [
+            ast.literal_eval(d) for d in node.args.defaults]
+        assert [(a.arg, d) for a, d in zip(args, defaults)] == expected
+        assert ast.get_docstring(node).splitlines()[0] == first
+
+
+def test_semiring_primitives_stay_inside_their_buffers(device):
+    """Garbage pointers and indices give some result, never an access outside the buffers."""
+    from gpusparse._device import kernels_for
+    k = kernels_for(device)
+    indptr = put(np.array([0, 5, -3, 2**40, 1]), device)
+    indices = put(np.array([7, -1, 3, 2**40, 0]), device)
+    data = put(np.arange(5, dtype=np.float64), device)
+    b = put(np.ones((3, 2)), device)
+    out = k.spmm_semiring(indptr, indices, data, (4, 3), b, "min", "plus")
+    assert to_host(out).shape == (4, 2)
+    for mask in (None, (indptr, indices)):
+        ip, ix, dd = k.spgemm_semiring(indptr, indices, data, put(np.array([0, 2, 9, 1]), device),
+                                       put(np.array([5, -2, 1, 0, 0]), device), data, (4, 3, 2), "max", "times",
+                                       *(mask or (None, None)), complement=False)
+        ip, ix = to_host(ip), to_host(ix)
+        assert ip.shape == (5,) and ix.size == ip[-1] and ((ix >= 0) & (ix < 2)).all()

@@ -59,7 +59,6 @@ PRIMITIVES = (
     "gather",
     "take_columns",
     "transpose_compressed",
-    "transpose_compressed",
     # runs of rows (gpusparse.ops.indexing, .manipulation)
     "copy_segments",
     "segment_search",
@@ -75,10 +74,13 @@ PRIMITIVES = (
     "spmm_reduce",
     "spgemm",
     "sddmm",
-    # semiring products (gpusparse.ops.semiring)
-    "spmm_semiring",
-    "spgemm_semiring",
 )
+
+#: The semiring products (gpusparse.ops.semiring); both implementations
+#: provide them with the signatures of :class:`Primitives`, like every name
+#: of :data:`PRIMITIVES` (tests/test_semiring.py checks conformance and
+#: hostile input for them).
+SEMIRING_PRIMITIVES = ("spmm_semiring", "spgemm_semiring")
 
 #: Fused primitives a backend may provide (callers look them up with ``getattr`` and fall back).
 OPTIONAL = ("merge_rows_values",)
@@ -291,19 +293,6 @@ class Primitives(Protocol):
 
         Returns ``values[index]``, shape (n, w); with a scalar ``fill``, rows
         whose index is negative hold ``fill`` instead.
-        """
-
-    def transpose_compressed(self, indptr, indices, values, n_minor, index_dtype):
-        """indptr (n_major + 1,), indices (nnz,) int32/int64 of a canonical compressed matrix; values (nnz, w) C-contiguous; not validated.
-
-        Returns ``(t_indptr, t_indices, t_values)``: the same matrix
-        compressed along the other axis (CSR -> CSC, CSC -> CSR);
-        ``t_indptr`` (n_minor + 1,) and ``t_indices`` (nnz,) of
-        ``index_dtype``, ``t_values`` (nnz, w). Entries are ordered by minor
-        index, stably (their old major order inside each new slice), so the
-        result is canonical. No sort of (major, minor) keys, no duplicate
-        detection: the CPU runs SciPy's counting sort (histogram, scan,
-        scatter), CUDA a radix sort keyed by the minor index alone.
         """
 
     def transpose_compressed(self, indptr, indices, values, n_minor, index_dtype):

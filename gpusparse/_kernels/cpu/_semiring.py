@@ -108,7 +108,7 @@ def _spmm_kernel(add, mul):
 
 
 def spmm_semiring(indptr, indices, data, shape, b, add, mul, allowed=None):
-    """Canonical CSR of ``shape`` (m, k); b (k, n) C-contiguous of data's dtype; allowed None or (m, n) bool; not validated.
+    """Canonical CSR of ``shape`` (m, k); b (k, n) C-contiguous of data's dtype; allowed None or (m, n) bool C-contiguous; not validated.
 
     Returns out (m, n) of data's dtype with ``out[i, c]`` the ``add``
     reduction over the stored ``(i, j)`` of ``mul(a_ij, b[j, c])``; the
@@ -223,7 +223,7 @@ def _spgemm_fill_kernel(add, mul):
 
 def spgemm_semiring(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape, add, mul,
                     mask_indptr=None, mask_indices=None, complement=False):
-    """Two CSR matrices, (m, k) and (k, n) for ``shape = (m, k, n)``, one value dtype; mask a CSR structure of (m, n) or None; not validated.
+    """Two canonical CSR matrices, (m, k) and (k, n) for ``shape = (m, k, n)``, one value dtype; mask a canonical CSR structure of (m, n) or None; not validated.
 
     Returns the canonical CSR ``(indptr, indices, data)`` of ``A (add.mul) B``:
     an entry wherever at least one term ``mul(a_ik, b_kj)`` exists, holding

@@ -38,7 +38,7 @@ def _i64(arr):
 
 
 def spmm_semiring(indptr, indices, data, shape, b, add, mul, allowed=None):
-    """Canonical CSR of ``shape`` (m, k); b (k, n) C-contiguous of data's dtype; allowed None or (m, n) bool; not validated."""
+    """Canonical CSR of ``shape`` (m, k); b (k, n) C-contiguous of data's dtype; allowed None or (m, n) bool C-contiguous; not validated."""
     dtype = data.dtype
     m, n = int(shape[0]), int(b.shape[1])
     if m * n == 0:
@@ -63,7 +63,7 @@ def _empty_product(m, dtype):
 
 def spgemm_semiring(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape, add, mul,
                     mask_indptr=None, mask_indices=None, complement=False):
-    """Two canonical CSR matrices, (m, k) and (k, n) for ``shape = (m, k, n)``, one value dtype; mask a CSR structure of (m, n) or None; not validated.
+    """Two canonical CSR matrices, (m, k) and (k, n) for ``shape = (m, k, n)``, one value dtype; mask a canonical CSR structure of (m, n) or None; not validated.
 
     Needs ``m * n < 2**63`` (the term keys). Synchronises once to size the
     terms and once to read the number of outputs.
