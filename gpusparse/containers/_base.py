@@ -5,13 +5,17 @@ from __future__ import annotations
 import abc
 import functools
 import math
+import operator
 
 import numpy as np
 
 from gpusparse._device import Device
-from gpusparse.containers._inplace import InPlaceMixin
+from gpusparse.containers._inplace import InPlaceMixin, write_lock
 
 __all__ = ["SparseArray", "read_only"]
+
+#: Results kept per cached operation (reshape, transpose, asformat), most recent first (pydata's length).
+CACHE_SIZE = 3
 
 
 def read_only(component):
@@ -26,6 +30,35 @@ def read_only(component):
         component = component.view()
         component.flags.writeable = False
     return component
+
+
+def _lookup(entries, key):
+    """The result cached under ``key`` among ``entries`` ((key, result, state) tuples) if it still holds that state."""
+    for cached_key, result, state in entries:
+        if cached_key == key and result.__dict__ is state:
+            return result
+    return None
+
+
+class _Uncacheable:
+    """A key equal to nothing (not even itself): arguments that are no tuple of integers are never cached."""
+
+    def __eq__(self, other):
+        return False
+
+    __hash__ = None
+
+
+def _hashable(arguments):
+    """``arguments`` (None, an integer or a sequence of integers) as a tuple of Python ints, or a key equal to nothing."""
+    if arguments is None:
+        return None
+    try:
+        if isinstance(arguments, (int, np.integer)):
+            return (operator.index(arguments),)
+        return tuple(operator.index(a) for a in arguments)
+    except TypeError:
+        return _Uncacheable()
 
 
 class SparseArray(InPlaceMixin, abc.ABC):
@@ -72,6 +105,81 @@ class SparseArray(InPlaceMixin, abc.ABC):
                 f"takes {self.nbytes} bytes, its dense form {dense}: a dense array would be smaller "
                 "(warn_on_too_dense is on)"
             )
+
+    # -- caching (pydata's enable_caching) -------------------------------
+    def enable_caching(self) -> None:
+        """Remember the results of :meth:`reshape`, :meth:`transpose` (and :attr:`T`) and :meth:`asformat`
+        (:meth:`tocsr`, :meth:`tocsc`, :meth:`tocoo`), as pydata sparse's ``COO.enable_caching``.
+
+        While caching is on, calling one of these again with the same
+        arguments returns the *same object* as the first call, without
+        computing it again: iterative code that converts one operand over
+        and over (``x.tocsr()`` in a loop, a ``tensordot`` that reshapes and
+        transposes) pays once. The last :data:`CACHE_SIZE` (3) results of
+        each operation are kept, keyed by its arguments.
+
+        Memory: each cached result -- its component arrays, often a full
+        copy of this array's (a CSC of a CSR) -- stays alive as long as this
+        array holds its value, even where the caller dropped it. Up to
+        three reshapes, three transposes and two formats may be held.
+
+        The cache belongs to the array's value: an in-place operation
+        (``x += 1``, ``x.copy_(y)``, ``x.t_()``, ...) drops every cached
+        result, and caching stays on for the new value. A cached result
+        changed in place itself is not handed out again (it is computed
+        anew). A pickled or copied array starts without a cache. Threads
+        may fill the cache at the same time: two of them may compute one
+        result twice, but each call returns a result of the value it
+        started on. Calling ``enable_caching`` again keeps what is cached.
+
+        Examples
+        --------
+        >>> import gpusparse as gs
+        >>> x = gs.COO([[0, 1], [1, 0]], [1.0, 2.0], shape=(2, 2), device="cpu")
+        >>> x.enable_caching()
+        >>> x.tocsr() is x.tocsr(), x.reshape(4) is x.reshape((4,)), x.T is x.transpose()
+        (True, True, True)
+        >>> csr = x.tocsr()
+        >>> x *= 3  # a new value: the cache is dropped
+        >>> x.tocsr() is csr, x.tocsr().data
+        (False, array([3., 6.]))
+        """
+        with write_lock(self):  # the state dictionary is replaced, never changed (see containers._inplace)
+            if self.__dict__.get("_cache") is None:
+                self.__dict__ = {**self.__dict__, "_cache": {}}
+
+    enable_caching.__pinned__ = True  # runs on the array itself, not on a pinned alias
+
+    def _cached(self, operation: str, key, compute):
+        """``compute()``, or the result cached for ``(operation, key)`` while caching is on.
+
+        ``self`` is the array or a pinned alias of it: both see the state
+        dictionary, and the cache in it, of one moment. A cached result is
+        handed out only while it still holds the state it was cached with.
+        """
+        cache = self.__dict__.get("_cache")
+        if cache is None or isinstance(key, _Uncacheable):
+            return compute()
+        found = _lookup(cache.get(operation, ()), key)
+        if found is not None:
+            return found
+        result = compute()
+        if result is self or not isinstance(result, SparseArray):
+            return result
+        entries = cache.get(operation, ())
+        found = _lookup(entries, key)  # another thread cached it meanwhile: hand out that one
+        if found is not None:
+            return found
+        kept = tuple(e for e in entries if e[0] != key)[:CACHE_SIZE - 1]
+        cache[operation] = ((key, result, result.__dict__),) + kept  # one assignment of a new tuple
+        return result
+
+    def __getstate__(self):
+        """The state to pickle or copy: everything but the cache of :meth:`enable_caching`."""
+        state = self.__dict__
+        if "_cache" in state:
+            state = {k: v for k, v in state.items() if k != "_cache"}
+        return state
 
     # -- metadata --------------------------------------------------------
     @property
@@ -195,6 +303,10 @@ class SparseArray(InPlaceMixin, abc.ABC):
 
     def asformat(self, format: str):
         """This array in ``format`` (``"coo"``, ``"csr"`` or ``"csc"``)."""
+        key = format.lower() if isinstance(format, str) else format
+        return self._cached("asformat", key, lambda: self._asformat(format))
+
+    def _asformat(self, format):
         from gpusparse.ops import convert
         out = convert.asformat(self, format)
         if out is not self and getattr(self, "structure_trusted", False) and hasattr(out, "_trust"):
@@ -332,7 +444,7 @@ class SparseArray(InPlaceMixin, abc.ABC):
     def T(self):
         """All axes reversed (a 2-D CSR becomes a CSC over the same arrays)."""
         from gpusparse.ops import manipulation
-        return manipulation.permute_dims(self)
+        return self._cached("transpose", None, lambda: manipulation.permute_dims(self))
 
     @property
     def mT(self):
@@ -345,7 +457,8 @@ class SparseArray(InPlaceMixin, abc.ABC):
         from gpusparse.ops import manipulation
         if len(axes) == 1 and not isinstance(axes[0], (int, np.integer)):
             axes = axes[0]
-        return manipulation.permute_dims(self, axes or None)
+        axes = axes or None
+        return self._cached("transpose", _hashable(axes), lambda: manipulation.permute_dims(self, axes))
 
     def swapaxes(self, axis1, axis2):
         """Interchange two axes (torch's ``transpose(dim0, dim1)``)."""
@@ -357,7 +470,7 @@ class SparseArray(InPlaceMixin, abc.ABC):
         from gpusparse.ops import manipulation
         if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
             shape = shape[0]
-        return manipulation.reshape(self, shape)
+        return self._cached("reshape", _hashable(shape), lambda: manipulation.reshape(self, shape))
 
     def squeeze(self, axis=None):
         """Remove axes of length one."""

@@ -245,7 +245,10 @@ class InPlaceMixin:
         with write_lock(self):
             result = inplace.prepare(self, result, name, casting, shape)
             if result is not self:
-                self.__dict__ = dict(vars(result))  # one step: the old dict is never changed
+                state = {k: v for k, v in vars(result).items() if k != "_cache"}
+                if "_cache" in self.__dict__:  # enable_caching stays on; the old value's results go
+                    state["_cache"] = {}
+                self.__dict__ = state  # one step: the old dict is never changed
         return self
 
     def _iop(self, name, *args):
