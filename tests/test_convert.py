@@ -146,3 +146,102 @@ def test_large_coalesce_same_on_every_device():
     coords = rng.integers(0, 300, size=(2, 200_000))
     data = rng.integers(-5, 5, size=200_000).astype(np.int32)
     assert_same_on_devices(lambda dev: COO(put(coords, dev), put(data, dev), shape=(300, 300)).coalesce())
+
+
+# --------------------------------------------------------------------------
+# The direct transpose (CSR <-> CSC, sorted unique COO -> CSC)
+# --------------------------------------------------------------------------
+
+def _via_coalesce(x, cls):
+    """The conversion the way it went before the direct transpose: through COO and its canonical form."""
+    from gpusparse.ops import convert
+    coo = x if x.format == "coo" else convert.compressed_to_coo(x)
+    return convert.coo_to_compressed(coo, cls, other_order=x.format != "coo")
+
+
+def _assert_bit_identical(a, b):
+    assert type(a) is type(b) and a.shape == b.shape
+    for name in ("indptr", "indices", "data"):
+        u, v = to_host(getattr(a, name)), to_host(getattr(b, name))
+        assert u.dtype == v.dtype and u.shape == v.shape, name
+        assert u.tobytes() == v.tobytes(), name
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128, np.int8, np.bool_, np.uint16])
+@pytest.mark.parametrize("dense_shape", [(), (3,), (0,)])
+@pytest.mark.parametrize("src", ["csr", "csc", "coo"])
+def test_direct_transpose_is_bit_identical_to_the_coalescing_path(device, dtype, dense_shape, src):
+    from gpusparse.containers import CSC, CSR
+    rng = np.random.default_rng(11)
+    shape = (37, 23)
+    mask = rng.random(shape) < 0.15
+    rows, cols = np.nonzero(mask)
+    values = rng.standard_normal((rows.size,) + dense_shape) * 5
+    values = (values + 1j * values if np.dtype(dtype).kind == "c" else values).astype(dtype)
+    coo = COO(put(np.stack([rows, cols]), device), put(values, device), shape=shape + dense_shape)
+    coo = coo.coalesce()
+    x = coo.asformat(src)
+    targets = [CSC] if src == "coo" else [CSR, CSC]
+    for cls in targets:
+        if cls.format == src:
+            continue
+        got = x.asformat(cls.format)
+        _assert_bit_identical(got, _via_coalesce(x, cls))
+        check_invariants(got)
+
+
+def test_direct_transpose_keeps_a_wide_index_dtype_rule(device):
+    from gpusparse.containers import CSR
+    a = sps.random(50, 40, density=0.1, format="csr", random_state=5)
+    x = CSR(put(a.indptr.astype(np.int64), device), put(a.indices.astype(np.int64), device),
+            put(a.data, device), shape=a.shape)
+    y = x.tocsc()
+    b = a.tocsc()
+    assert to_host(y.indptr).dtype == np.int32  # the sizes decide, as on the coalescing path
+    np.testing.assert_array_equal(to_host(y.indptr), b.indptr)
+    np.testing.assert_array_equal(to_host(y.indices), b.indices)
+    np.testing.assert_array_equal(to_host(y.data), b.data)
+
+
+def test_empty_and_degenerate_shapes_transpose(device):
+    for shape in [(0, 0), (0, 5), (5, 0), (1, 1), (3, 4)]:
+        x = COO(put(np.zeros((2, 0), np.int64), device), put(np.zeros(0), device), shape=shape)
+        csr = x.tocsr()
+        for y in (csr.tocsc(), csr.tocsc().tocsr(), x.tocsc()):
+            assert y.nnz == 0 and y.shape == shape
+            np.testing.assert_array_equal(to_host(y.indptr), np.zeros(y.indptr.shape[0], dtype=y.indptr.dtype))
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_cpu_transpose_kernel_matches_a_stable_sort(monkeypatch, parallel):
+    from gpusparse._kernels.cpu import _transpose
+    if parallel:
+        monkeypatch.setattr(_transpose, "PARALLEL_TRANSPOSE_MIN", 1)
+        monkeypatch.setattr(_transpose, "PARALLEL_TRANSPOSE_THREADS", 1)
+    rng = np.random.default_rng(2)
+    for m, n, density in [(300, 40, 0.3), (2000, 7, 0.5), (1, 50, 1.0), (64, 64, 0.05)]:
+        a = sps.random(m, n, density=density, format="csr", random_state=int(rng.integers(1 << 30)))
+        a.sort_indices()
+        values = np.stack([a.data, -a.data], axis=1)
+        ip, ix, v = _transpose.transpose_compressed(a.indptr, a.indices, values, n, np.int32)
+        rows = np.repeat(np.arange(m), np.diff(a.indptr))
+        perm = np.argsort(a.indices, kind="stable")
+        np.testing.assert_array_equal(ip, np.searchsorted(a.indices[perm], np.arange(n + 1)))
+        np.testing.assert_array_equal(ix, rows[perm])
+        np.testing.assert_array_equal(v, values[perm])
+        assert ip.dtype == ix.dtype == np.int32
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_cpu_transpose_kernel_stays_in_bounds_on_hostile_structure(monkeypatch, parallel):
+    from gpusparse._kernels.cpu import _transpose
+    if parallel:
+        monkeypatch.setattr(_transpose, "PARALLEL_TRANSPOSE_MIN", 1)
+        monkeypatch.setattr(_transpose, "PARALLEL_TRANSPOSE_THREADS", 1)
+    big = np.iinfo(np.int64)
+    indptr = np.array([0, 2**62, -5, 3, big.max, 1, 1, big.min, 40], np.int64)
+    indices = np.resize(np.array([-1, 2**40, 3, big.min, big.max, 0], np.int64), 40)
+    values = np.arange(80.0).reshape(40, 2)
+    for n_minor in (0, 1, 5):
+        ip, ix, v = _transpose.transpose_compressed(indptr, indices, values, n_minor, np.int64)
+        assert ip.shape == (n_minor + 1,) and ix.shape == (40,) and v.shape == (40, 2)
