@@ -16,6 +16,14 @@ operation this module starts fresh Python processes and times, inside them:
     (:func:`benchmarks._timing.time_call`).
 ``warm first − steady``
     the cost a script pays once per process after a warmup.
+``kernels compiled``, ``compiling``, ``slowest compilations``
+    in the empty-cache process: the Numba specialisations the first call
+    compiled (those compiled inside another's compilation included), the
+    seconds spent compiling (Numba's ``numba:compile`` events, outermost
+    ones), and the three slowest outermost compilations (a kernel's time
+    includes the kernels it calls that compiled with it).
+    ``tools/count_specialisations.py`` counts them over every default
+    warmup dtype, kernel by kernel.
 
 Operations (float64 values, ``k`` = 2**20 entries, 2**14 with ``--quick``;
 ``--size`` sets ``k``), each a set-up and a timed call:
@@ -113,10 +121,26 @@ t0 = time.perf_counter()
 {setup}
 t_setup = time.perf_counter() - t0
 fn = lambda: {call}
+from numba.core import event as _event
+_compiles, _open = [], []
+class _Compiles(_event.Listener):
+    # [kernel, seconds, depth] of every Numba compilation of the first call
+    # (depth > 0: compiled inside another kernel's compilation, its time
+    # included in that one's)
+    def on_start(self, ev):
+        _open.append(len(_compiles))
+        _compiles.append([ev.data["dispatcher"].py_func.__qualname__, -time.perf_counter(), len(_open) - 1])
+    def on_end(self, ev):
+        _compiles[_open.pop()][1] += time.perf_counter()
+_listener = _Compiles()
+_event.register("numba:compile", _listener)
 t0 = time.perf_counter()
 fn()
 first = time.perf_counter() - t0
-out = {{"import_s": t_import, "setup_s": t_setup, "first_s": first}}
+_event.unregister("numba:compile", _listener)
+out = {{"import_s": t_import, "setup_s": t_setup, "first_s": first, "compiles": len(_compiles),
+        "compile_s": sum(c[1] for c in _compiles if c[2] == 0),
+        "slowest": [c[:2] for c in sorted((c for c in _compiles if c[2] == 0), key=lambda c: -c[1])[:3]]}}
 if {steady}:
     from benchmarks._timing import time_call
     out.update(time_call(fn, device="cpu", target_s={target}, warmed=True).as_dict())
@@ -181,6 +205,8 @@ def run(ctx):
             row.update(status="ok", first_call_s=warm["first_s"], first_empty_s=empty["first_s"],
                        first_warm_s=warm["first_s"], steady_s=warm["median_s"],
                        warm_minus_steady_s=warm["first_s"] - warm["median_s"],
+                       compiles_empty=empty["compiles"], compile_empty_s=empty["compile_s"],
+                       slowest_compiles=", ".join(f"{name} {sec:.1f} s" for name, sec in empty["slowest"]),
                        import_empty_s=empty["import_s"], import_warm_s=warm["import_s"],
                        setup_empty_s=empty["setup_s"], setup_warm_s=warm["setup_s"],
                        load_1min=_report.load_1min())
@@ -211,6 +237,9 @@ def details(rows) -> str:
     return _report.details_table(_table_rows(rows), [
         ("operation", lambda r: r["case"]), ("entries", lambda r: f"{r['entries']:,}"),
         ("first call, empty cache", opt("first_empty_s", ms)),
+        ("kernels compiled", opt("compiles_empty", "{:d}".format)),
+        ("compiling", opt("compile_empty_s", ms)),
+        ("slowest compilations", lambda r: r.get("slowest_compiles", "")),
         ("first call, warm cache", opt("first_warm_s", ms)),
         ("steady state", opt("steady_s", ms)),
         ("warm first − steady", opt("warm_minus_steady_s", ms)),
