@@ -429,8 +429,10 @@ def warmup(dtypes=None, progress=True, jobs=None) -> dict:
         call that the dtype does not support: family and error),
         ``cache_dir`` (see :func:`cache_dir`), ``jobs`` (processes at a time),
         ``cpu_seconds`` (CPU time of the tasks, all processes together)
-        and ``peak_rss`` (peak resident bytes of each process that ran
-        tasks, largest first, 0 where unknown).
+        ``peak_rss`` (peak resident bytes of each process that ran
+        tasks, largest first, 0 where unknown) and ``tasks`` (per
+        ``(dtype, family)`` task in the order started: ``dtype``,
+        ``family``, ``seconds`` and ``cpu_seconds``).
 
     Raises
     ------
@@ -494,4 +496,6 @@ def warmup(dtypes=None, progress=True, jobs=None) -> dict:
     return {"seconds": time.perf_counter() - start, "steps": len(dtypes) * len(_SIZES) * len(FAMILIES),
             "calls": sum(r["calls"] for r in done), "skipped": [s for r in done for s in r["skipped"]],
             "cache_dir": where, "jobs": jobs, "cpu_seconds": sum(r["cpu_seconds"] for r in done),
-            "peak_rss": sorted(peaks.values(), reverse=True)}
+            "peak_rss": sorted(peaks.values(), reverse=True),
+            "tasks": [{"dtype": t[0], "family": t[1], "seconds": results[t]["seconds"],
+                       "cpu_seconds": results[t]["cpu_seconds"]} for t in tasks if t in results]}
