@@ -1,0 +1,50 @@
+"""The import structure of the package: loops of modules importing each other may only shrink.
+
+``tools/import_cycles.py`` counts the largest set of modules of
+``gpusparse`` that import each other in a loop (every import statement
+counted, also inside functions). The goal is at most 10 (the primitive
+layer never imports ops, internal modules never import the top-level
+facade, containers bind their methods without importing ops at import
+time); until it is reached, :data:`LARGEST_LOOP` holds today's figure as a
+ratchet: a change that enlarges the loop fails here, one that shrinks it
+lowers the number.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+#: Today's largest loop (a ratchet; the goal is 10).
+LARGEST_LOOP = 84
+
+
+def _tool():
+    spec = importlib.util.spec_from_file_location("import_cycles", ROOT / "tools" / "import_cycles.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_tool_finds_a_planted_loop(tmp_path):
+    tool = _tool()
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from pkg import a\n")
+    (pkg / "a.py").write_text("def f():\n    from pkg.sub import b\n")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "b.py").write_text("from ..a import f\n")
+    (pkg / "c.py").write_text("import pkg.a\n")
+    assert tool.largest_cycle(str(tmp_path), "pkg") == {"pkg.a", "pkg.sub.b"}
+    assert tool.main(["--root", str(tmp_path), "--package", "pkg", "--max", "1"]) == 1
+    assert tool.main(["--root", str(tmp_path), "--package", "pkg", "--max", "2"]) == 0
+
+
+def test_largest_loop_does_not_grow():
+    size = len(_tool().largest_cycle(str(ROOT), "gpusparse"))
+    assert size <= LARGEST_LOOP, (
+        f"{size} modules of gpusparse import each other in one loop, more than the {LARGEST_LOOP} "
+        "allowed: run `python tools/import_cycles.py --verbose` to see the import lines of the loop"
+    )
