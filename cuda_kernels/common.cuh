@@ -442,9 +442,19 @@ __device__ __forceinline__ T gs_block_sum(T v, T* s_warp) {
     return total;
 }
 
-// 64-bit flat index of the calling thread in a 1-D grid.
+// 64-bit flat index of the calling thread in a 1-D grid. Computed in 64
+// bits: blockIdx.x * blockDim.x in 32 bits wraps past 2**32 threads (and an
+// int result past 2**31).
 __device__ __forceinline__ long long gs_global_thread() {
     return static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+
+// 64-bit number of threads of a 1-D grid: the stride of a grid-stride loop.
+// Launchers clamp gridDim.x to the device limit (2**31 - 1), so every
+// per-item kernel loops over its items with this stride, and every
+// per-tile kernel over its tiles with a stride of gridDim.x.
+__device__ __forceinline__ long long gs_grid_stride() {
+    return static_cast<long long>(gridDim.x) * blockDim.x;
 }
 
 // --------------------------------------------------------------------------

@@ -17,12 +17,13 @@
 // gs_compress: indptr[r] = first position p with rows[p] >= r (n if none),
 // for r in [0, n_rows]; indptr[0] = 0 and indptr[n_rows] = n always.
 //
-// Thread mapping: one thread per indptr entry r (1-D grid over n_rows + 1
-// entries, 64-bit index); threads 0 and 32 of each block find the window
+// Thread mapping: one thread per indptr entry r, tiles of 256 entries, one
+// block per tile (a block loops over tiles blockIdx.x + j * gridDim.x when
+// the grid is smaller, 64-bit); threads 0 and 32 of each block find the window
 // [lower_bound(r_first), lower_bound(r_last)] that holds every answer of
 // the block.
-// Preconditions: rows (n,) sorted ascending (n may be 0); the grid covers
-// n_rows + 1 entries; the answers (<= n) fit in I. Rows outside [0, n_rows)
+// Preconditions: rows (n,) sorted ascending (n may be 0); any 1-D grid of
+// 256-thread blocks; the answers (<= n) fit in I. Rows outside [0, n_rows)
 // count in the nearest row (the fixed first and last entries: the
 // histogram of the clipped rows); unsorted rows give some pointers in
 // [0, n], every entry written once (binary searches stay in their window).
@@ -31,22 +32,28 @@ template <typename R, typename I>
 __global__ void __launch_bounds__(GS_CMP_THREADS) gs_compress(
     const R* __restrict__ rows, long long n, long long n_rows, I* __restrict__ indptr) {
     __shared__ long long s_window[2];
-    const long long r_first = static_cast<long long>(blockIdx.x) * GS_CMP_THREADS;
-    const long long r_last = min(r_first + GS_CMP_THREADS - 1, n_rows);
-    if (threadIdx.x == 0) s_window[0] = gs_lower_bound<R>(rows, 0, n, r_first);
-    if (threadIdx.x == GS_WARP) s_window[1] = gs_lower_bound<R>(rows, 0, n, r_last);
-    __syncthreads();
-    const long long r = r_first + threadIdx.x;
-    if (r > n_rows) return;
-    const long long p = r == 0 ? 0 : (r == n_rows ? n : gs_lower_bound<R>(rows, s_window[0], s_window[1], r));
-    indptr[r] = static_cast<I>(p);
+    const long long n_tiles = n_rows / GS_CMP_THREADS + 1;  // tiles of the n_rows + 1 entries
+    for (long long tile = blockIdx.x; tile < n_tiles; tile += gridDim.x) {
+        const long long r_first = tile * GS_CMP_THREADS;
+        const long long r_last = min(r_first + GS_CMP_THREADS - 1, n_rows);
+        if (threadIdx.x == 0) s_window[0] = gs_lower_bound<R>(rows, 0, n, r_first);
+        if (threadIdx.x == GS_WARP) s_window[1] = gs_lower_bound<R>(rows, 0, n, r_last);
+        __syncthreads();
+        const long long r = r_first + threadIdx.x;
+        if (r <= n_rows) {
+            const long long p =
+                r == 0 ? 0 : (r == n_rows ? n : gs_lower_bound<R>(rows, s_window[0], s_window[1], r));
+            indptr[r] = static_cast<I>(p);
+        }
+        __syncthreads();  // s_window is rewritten for the next tile
+    }
 }
 
 // gs_expand: rows[p] = r for indptr[r] <= p < indptr[r + 1], i.e. the last
 // r with indptr[r] <= p (empty rows are skipped over).
 //
-// Thread mapping: one thread per output position p (1-D grid over nnz,
-// 64-bit index); threads 0 and 32 of each block find the window
+// Thread mapping: one thread per output position p, tiles of 256 positions
+// looped over as in gs_compress (64-bit); threads 0 and 32 of each block find the window
 // [upper_bound(p_first), upper_bound(p_last)] of indptr that holds every
 // answer of the block.
 // Preconditions: indptr (n_rows + 1,) non-decreasing from 0 to nnz; nnz >= 1.
@@ -59,16 +66,21 @@ template <typename I>
 __global__ void __launch_bounds__(GS_CMP_THREADS) gs_expand(
     const I* __restrict__ indptr, long long n_rows, long long nnz, long long* __restrict__ rows) {
     __shared__ long long s_window[2];
-    const long long p_first = static_cast<long long>(blockIdx.x) * GS_CMP_THREADS;
-    const long long p_last = min(p_first + GS_CMP_THREADS - 1, nnz - 1);
-    if (threadIdx.x == 0) s_window[0] = gs_upper_bound<I>(indptr, 0, n_rows + 1, p_first);
-    if (threadIdx.x == GS_WARP) s_window[1] = gs_upper_bound<I>(indptr, 0, n_rows + 1, p_last);
-    __syncthreads();
-    const long long p = p_first + threadIdx.x;
-    if (p >= nnz) return;
-    // upper_bound >= 1 when indptr[0] <= p (always, for a valid indptr).
-    const long long r = gs_upper_bound<I>(indptr, s_window[0], s_window[1], p) - 1;
-    rows[p] = gs_clamp(r, 0, max(n_rows - 1, 0LL));
+    const long long n_tiles = (nnz + GS_CMP_THREADS - 1) / GS_CMP_THREADS;
+    for (long long tile = blockIdx.x; tile < n_tiles; tile += gridDim.x) {
+        const long long p_first = tile * GS_CMP_THREADS;
+        const long long p_last = min(p_first + GS_CMP_THREADS - 1, nnz - 1);
+        if (threadIdx.x == 0) s_window[0] = gs_upper_bound<I>(indptr, 0, n_rows + 1, p_first);
+        if (threadIdx.x == GS_WARP) s_window[1] = gs_upper_bound<I>(indptr, 0, n_rows + 1, p_last);
+        __syncthreads();
+        const long long p = p_first + threadIdx.x;
+        if (p < nnz) {
+            // upper_bound >= 1 when indptr[0] <= p (always, for a valid indptr).
+            const long long r = gs_upper_bound<I>(indptr, s_window[0], s_window[1], p) - 1;
+            rows[p] = gs_clamp(r, 0, max(n_rows - 1, 0LL));
+        }
+        __syncthreads();  // s_window is rewritten for the next tile
+    }
 }
 
 // gs_csr_check: *invalid = 1 unless (indptr, indices) is a canonical CSR

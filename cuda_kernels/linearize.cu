@@ -12,7 +12,7 @@
 
 // gs_linearize: keys[i] (+)= sum_{k < d} clip(coords[k * n + i], 0, l_k) * stride_k.
 //
-// Thread mapping: one thread per element i of a 1-D grid (64-bit index); for
+// Thread mapping: one thread per element i, grid-stride (64-bit index); for
 // each dimension the warp reads 32 consecutive coordinates (coalesced).
 // Preconditions: coords is a C-contiguous (d, n) block, 1 <= d <= GS_LIN_DIMS;
 // l_k = shape[k] - 1 (>= 0) and stride_k the C-order stride of dimension k;
@@ -29,19 +29,19 @@ __global__ void __launch_bounds__(256) gs_linearize(
     long long l0, long long l1, long long l2, long long l3,
     long long l4, long long l5, long long l6, long long l7,
     int accumulate, long long* __restrict__ keys) {
-    const long long i = gs_global_thread();
-    if (i >= n) return;
     const long long strides[GS_LIN_DIMS] = {s0, s1, s2, s3, s4, s5, s6, s7};
     const long long last[GS_LIN_DIMS] = {l0, l1, l2, l3, l4, l5, l6, l7};
-    unsigned long long key = accumulate ? static_cast<unsigned long long>(keys[i]) : 0ull;
+    for (long long i = gs_global_thread(); i < n; i += gs_grid_stride()) {
+        unsigned long long key = accumulate ? static_cast<unsigned long long>(keys[i]) : 0ull;
 #pragma unroll
-    for (int k = 0; k < GS_LIN_DIMS; ++k) {
-        if (k < d) {
-            const long long c = gs_clamp(static_cast<long long>(coords[k * n + i]), 0, last[k]);
-            key += static_cast<unsigned long long>(c) * static_cast<unsigned long long>(strides[k]);
+        for (int k = 0; k < GS_LIN_DIMS; ++k) {
+            if (k < d) {
+                const long long c = gs_clamp(static_cast<long long>(coords[k * n + i]), 0, last[k]);
+                key += static_cast<unsigned long long>(c) * static_cast<unsigned long long>(strides[k]);
+            }
         }
+        keys[i] = static_cast<long long>(key);
     }
-    keys[i] = static_cast<long long>(key);
 }
 
 // One step of a mixed-radix decomposition: q = r / e, returns r - q * e.
@@ -60,7 +60,7 @@ __device__ __forceinline__ unsigned long long gs_divmod(unsigned long long& r, u
 
 // gs_delinearize: the coordinates of dimensions [k0, k0 + c) of each key.
 //
-// Thread mapping: one thread per key i of a 1-D grid (64-bit index); it
+// Thread mapping: one thread per key i, grid-stride (64-bit index); it
 // writes coords[j * n + i] for j < c (coalesced per row).
 // Preconditions: keys in [0, prod(shape)), key_max = prod(shape) - 1 >= 0
 // (saturated at 2**63 - 1): other keys are clipped into [0, key_max], so the
@@ -75,17 +75,17 @@ __global__ void __launch_bounds__(256) gs_delinearize(
     unsigned long long e0, unsigned long long e1, unsigned long long e2, unsigned long long e3,
     unsigned long long e4, unsigned long long e5, unsigned long long e6, unsigned long long e7,
     int outer, I* __restrict__ coords) {
-    const long long i = gs_global_thread();
-    if (i >= n) return;
     const unsigned long long ext[GS_LIN_DIMS] = {e0, e1, e2, e3, e4, e5, e6, e7};
-    unsigned long long r = static_cast<unsigned long long>(gs_clamp(keys[i], 0, key_max));
-    if (inner > 1) r /= inner;
+    for (long long i = gs_global_thread(); i < n; i += gs_grid_stride()) {
+        unsigned long long r = static_cast<unsigned long long>(gs_clamp(keys[i], 0, key_max));
+        if (inner > 1) r /= inner;
 #pragma unroll
-    for (int j = GS_LIN_DIMS - 1; j >= 1; --j) {
-        if (j < c) coords[j * n + i] = static_cast<I>(gs_divmod(r, ext[j]));
+        for (int j = GS_LIN_DIMS - 1; j >= 1; --j) {
+            if (j < c) coords[j * n + i] = static_cast<I>(gs_divmod(r, ext[j]));
+        }
+        if (!outer) r = gs_divmod(r, ext[0]);
+        coords[i] = static_cast<I>(r);
     }
-    if (!outer) r = gs_divmod(r, ext[0]);
-    coords[i] = static_cast<I>(r);
 }
 
 #ifdef GPUSPARSE_INSTANTIATE_ALL

@@ -108,7 +108,7 @@ __device__ __forceinline__ long long gs_merge_run(const K* a, long long i, long 
 
 // gs_merge_partition: the cut of every tile boundary.
 //
-// Thread mapping: one thread per boundary t in [0, n_tiles] (1-D grid);
+// Thread mapping: one thread per boundary t in [0, n_tiles] (grid-stride);
 // boundary t is diagonal min(t * GS_MERGE_TILE, na + nb).
 // Preconditions: a, b strictly increasing; cuts has 2 * (n_tiles + 1)
 // entries: cuts[2t] = i, cuts[2t + 1] = j.
@@ -116,23 +116,22 @@ template <typename K>
 __global__ void __launch_bounds__(256) gs_merge_partition(
     const K* __restrict__ a, long long na, const K* __restrict__ b, long long nb, long long n_tiles,
     long long* __restrict__ cuts) {
-    const long long t = gs_global_thread();
-    if (t > n_tiles) return;
-    const long long diag = min(t * GS_MERGE_TILE, na + nb);
-    long long j;
-    const long long i = gs_merge_cut<K>(a, na, b, nb, diag, &j);
-    cuts[2 * t] = i;
-    cuts[2 * t + 1] = j;
+    for (long long t = gs_global_thread(); t <= n_tiles; t += gs_grid_stride()) {
+        const long long diag = min(t * GS_MERGE_TILE, na + nb);
+        long long j;
+        const long long i = gs_merge_cut<K>(a, na, b, nb, diag, &j);
+        cuts[2 * t] = i;
+        cuts[2 * t + 1] = j;
+    }
 }
 
 // Stage the tile's ranges a[i0:i1], b[j0:j1] in shared memory and cut the
 // calling thread's share of them; returns false for a thread with no work.
 template <typename K>
 __device__ __forceinline__ void gs_merge_thread_range(
-    const K* __restrict__ a, const K* __restrict__ b, const long long* __restrict__ cuts,
+    const K* __restrict__ a, const K* __restrict__ b, const long long* __restrict__ cuts, long long t,
     K* s_keys, long long& i0, long long& j0, long long& ti, long long& ti_end, long long& tj,
     long long& tj_end, long long& na_t) {
-    const long long t = blockIdx.x;
     i0 = cuts[2 * t];
     j0 = cuts[2 * t + 1];
     // For increasing keys the cuts of consecutive boundaries follow each
@@ -159,22 +158,26 @@ __device__ __forceinline__ void gs_merge_thread_range(
 
 // gs_merge_count: the number of outputs of every tile.
 //
-// Thread mapping: one block of 256 threads per tile (blockIdx.x); thread k
+// Thread mapping: one block of 256 threads per tile t (t = blockIdx.x, then
+// t + gridDim.x, ... when the grid is smaller than n_tiles, 64-bit); thread k
 // merges the tile's diagonals [8k, 8k + 8) (cut again in shared memory);
-// block sum; thread 0 writes counts[tile].
-// Preconditions: cuts from gs_merge_partition; grid.x = n_tiles.
+// block sum; thread 0 writes counts[t].
+// Preconditions: cuts from gs_merge_partition for n_tiles tiles; any 1-D grid.
 template <typename K, int HOW>
 __global__ void __launch_bounds__(GS_MERGE_THREADS) gs_merge_count(
     const K* __restrict__ a, const K* __restrict__ b, const long long* __restrict__ cuts,
-    long long* __restrict__ counts) {
+    long long n_tiles, long long* __restrict__ counts) {
     __shared__ K s_keys[GS_MERGE_SPAN];
     __shared__ long long s_warp[GS_WARP];
-    long long i0, j0, ti, ti_end, tj, tj_end, na_t;
-    gs_merge_thread_range<K>(a, b, cuts, s_keys, i0, j0, ti, ti_end, tj, tj_end, na_t);
-    const long long n = gs_merge_run<K, HOW, false>(s_keys, ti, ti_end, s_keys + na_t, tj, tj_end, 0, 0, 0,
-                                                    0, nullptr, nullptr, nullptr);
-    const long long total = gs_block_sum<long long>(n, s_warp);
-    if (threadIdx.x == 0) counts[blockIdx.x] = total;
+    for (long long t = blockIdx.x; t < n_tiles; t += gridDim.x) {
+        long long i0, j0, ti, ti_end, tj, tj_end, na_t;
+        gs_merge_thread_range<K>(a, b, cuts, t, s_keys, i0, j0, ti, ti_end, tj, tj_end, na_t);
+        const long long n = gs_merge_run<K, HOW, false>(s_keys, ti, ti_end, s_keys + na_t, tj, tj_end, 0, 0, 0,
+                                                        0, nullptr, nullptr, nullptr);
+        const long long total = gs_block_sum<long long>(n, s_warp);
+        if (threadIdx.x == 0) counts[t] = total;
+        __syncthreads();  // s_keys is restaged for the next tile
+    }
 }
 
 // gs_merge_write: every output of every tile.
@@ -190,20 +193,24 @@ __global__ void __launch_bounds__(GS_MERGE_THREADS) gs_merge_count(
 template <typename K, int HOW>
 __global__ void __launch_bounds__(GS_MERGE_THREADS) gs_merge_write(
     const K* __restrict__ a, const K* __restrict__ b, const long long* __restrict__ cuts,
-    const long long* __restrict__ offsets, long long capacity, K* __restrict__ keys,
+    const long long* __restrict__ offsets, long long n_tiles, long long capacity, K* __restrict__ keys,
     long long* __restrict__ a_index, long long* __restrict__ b_index) {
     __shared__ K s_keys[GS_MERGE_SPAN];
     __shared__ long long s_warp[GS_WARP];
-    long long i0, j0, ti, ti_end, tj, tj_end, na_t;
-    gs_merge_thread_range<K>(a, b, cuts, s_keys, i0, j0, ti, ti_end, tj, tj_end, na_t);
-    const K* sa = s_keys;
-    const K* sb = s_keys + na_t;
-    const long long n = gs_merge_run<K, HOW, false>(sa, ti, ti_end, sb, tj, tj_end, 0, 0, 0,
-                                                    0, nullptr, nullptr, nullptr);
-    long long block_total;
-    const long long inclusive = gs_block_inclusive_sum<long long>(n, s_warp, block_total);
-    const long long out = offsets[blockIdx.x] + inclusive - n;
-    gs_merge_run<K, HOW, true>(sa, ti, ti_end, sb, tj, tj_end, i0, j0, out, capacity, keys, a_index, b_index);
+    for (long long t = blockIdx.x; t < n_tiles; t += gridDim.x) {
+        long long i0, j0, ti, ti_end, tj, tj_end, na_t;
+        gs_merge_thread_range<K>(a, b, cuts, t, s_keys, i0, j0, ti, ti_end, tj, tj_end, na_t);
+        const K* sa = s_keys;
+        const K* sb = s_keys + na_t;
+        const long long n = gs_merge_run<K, HOW, false>(sa, ti, ti_end, sb, tj, tj_end, 0, 0, 0,
+                                                        0, nullptr, nullptr, nullptr);
+        long long block_total;
+        const long long inclusive = gs_block_inclusive_sum<long long>(n, s_warp, block_total);
+        const long long out = offsets[t] + inclusive - n;
+        gs_merge_run<K, HOW, true>(sa, ti, ti_end, sb, tj, tj_end, i0, j0, out, capacity, keys, a_index,
+                                   b_index);
+        __syncthreads();  // s_keys is restaged for the next tile
+    }
 }
 
 #ifdef GPUSPARSE_INSTANTIATE_ALL
@@ -211,11 +218,11 @@ template __global__ void gs_merge_partition<long long>(const long long*, long lo
                                                        long long, long long*);
 #define GS_INST_MERGE(HOW)                                                                            \
     template __global__ void gs_merge_count<long long, HOW>(const long long*, const long long*,      \
-                                                            const long long*, long long*);            \
+                                                            const long long*, long long, long long*); \
     template __global__ void gs_merge_write<long long, HOW>(const long long*, const long long*,      \
                                                             const long long*, const long long*,       \
-                                                            long long, long long*, long long*,        \
-                                                            long long*);
+                                                            long long, long long, long long*,         \
+                                                            long long*, long long*);
 GS_INST_MERGE(0)
 GS_INST_MERGE(1)
 #endif

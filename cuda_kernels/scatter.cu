@@ -11,7 +11,7 @@
 // gs_scatter_rows: out[keys[i] * width + c] = values[i * width + c].
 //
 // Thread mapping: 2**lpr_log2 consecutive lanes per row i (1-D grid,
-// 64-bit index; lpr = min(32, next power of two >= width)); lane l copies
+// grid-stride, 64-bit index; lpr = min(32, next power of two >= width)); lane l copies
 // columns l, l + lpr, ... so a warp reads and writes whole rows, coalesced.
 // Preconditions: keys (n,) unique, in [0, n_out); values (n, width) and out
 // (n_out, width) C-contiguous; n >= 1, width >= 1. A key outside
@@ -21,15 +21,16 @@ template <typename T>
 __global__ void __launch_bounds__(256) gs_scatter_rows(
     const long long* __restrict__ keys, const T* __restrict__ values, long long n, long long width,
     int lpr_log2, long long n_out, T* __restrict__ out) {
-    const long long t = gs_global_thread();
-    const long long i = t >> lpr_log2;
-    if (i >= n) return;
-    const long long key = keys[i];
-    if (!gs_in_range(key, n_out)) return;
     const long long lpr = 1LL << lpr_log2;
-    const long long dst = key * width;
-    const long long src = i * width;
-    for (long long c = t & (lpr - 1); c < width; c += lpr) out[dst + c] = values[src + c];
+    // The stride is a multiple of 256 >= lpr: each thread keeps its lane of a row.
+    for (long long t = gs_global_thread(); (t >> lpr_log2) < n; t += gs_grid_stride()) {
+        const long long i = t >> lpr_log2;
+        const long long key = keys[i];
+        if (!gs_in_range(key, n_out)) continue;
+        const long long dst = key * width;
+        const long long src = i * width;
+        for (long long c = t & (lpr - 1); c < width; c += lpr) out[dst + c] = values[src + c];
+    }
 }
 
 // gs_gather_rows: out[i * width + c] = values[clip(index[i]) * width + c].
@@ -42,20 +43,20 @@ template <typename T>
 __global__ void __launch_bounds__(256) gs_gather_rows(
     const T* __restrict__ values, long long m, const long long* __restrict__ index, long long n,
     long long width, int lpr_log2, T* __restrict__ out) {
-    const long long t = gs_global_thread();
-    const long long i = t >> lpr_log2;
-    if (i >= n) return;
     const long long lpr = 1LL << lpr_log2;
-    const long long src = gs_clip_index(index[i], m) * width;
-    const long long dst = i * width;
-    for (long long c = t & (lpr - 1); c < width; c += lpr) out[dst + c] = values[src + c];
+    for (long long t = gs_global_thread(); (t >> lpr_log2) < n; t += gs_grid_stride()) {
+        const long long i = t >> lpr_log2;
+        const long long src = gs_clip_index(index[i], m) * width;
+        const long long dst = i * width;
+        for (long long c = t & (lpr - 1); c < width; c += lpr) out[dst + c] = values[src + c];
+    }
 }
 
 // gs_take_columns: out[(r * n + i) * words + w] = values[(r * m + clip(index[i])) * words + w]
 // for r < g: the chosen columns of every row of a (g, m) array of elements of
 // ``words`` words each (complex values are two words).
 //
-// Thread mapping: one thread per index i (1-D grid, 64-bit index); it reads
+// Thread mapping: one thread per index i (grid-stride, 64-bit index); it reads
 // index[i] once and copies column i of each of the g rows, so consecutive
 // threads write consecutive elements of every output row.
 // Preconditions: values (g, m) and out (g, n) C-contiguous; n >= 1, m >= 1,
@@ -64,13 +65,13 @@ template <typename T>
 __global__ void __launch_bounds__(256) gs_take_columns(
     const T* __restrict__ values, long long g, long long m, const long long* __restrict__ index, long long n,
     long long words, T* __restrict__ out) {
-    const long long i = gs_global_thread();
-    if (i >= n) return;
-    const long long col = gs_clip_index(index[i], m);
-    for (long long r = 0; r < g; ++r) {
-        const T* __restrict__ src = values + (r * m + col) * words;
-        T* __restrict__ dst = out + (r * n + i) * words;
-        for (long long w = 0; w < words; ++w) dst[w] = src[w];
+    for (long long i = gs_global_thread(); i < n; i += gs_grid_stride()) {
+        const long long col = gs_clip_index(index[i], m);
+        for (long long r = 0; r < g; ++r) {
+            const T* __restrict__ src = values + (r * m + col) * words;
+            T* __restrict__ dst = out + (r * n + i) * words;
+            for (long long w = 0; w < words; ++w) dst[w] = src[w];
+        }
     }
 }
 

@@ -40,23 +40,27 @@ __device__ __forceinline__ bool gs_is_head(const K* __restrict__ keys, long long
 // greater), folded into *result with atomicMin.
 //
 // Thread mapping: one thread per adjacent pair (i - 1, i), i = 1 + global
-// thread index (64-bit); block-wide OR votes, then one atomicMin per block
-// that saw a repeat or a descent.
+// thread index, grid-stride (64-bit); block-wide OR votes, then one
+// atomicMin per block and round that saw a repeat or a descent.
 // Preconditions: n >= 2; *result initialised to 2 by the launcher; keys is
 // a C-contiguous (g, n) block, g >= 1.
 template <typename K>
 __global__ void __launch_bounds__(GS_SEG_THREADS) gs_sortedness(
     const K* __restrict__ keys, long long n, int g, int* __restrict__ result) {
-    const long long i = gs_global_thread() + 1;
-    int status = 2;
-    if (i < n) {
-        const int c = gs_compare_lex<K>(keys, n, g, i - 1, i);
-        status = c > 0 ? 0 : (c == 0 ? 1 : 2);
-    }
-    const int any_descent = __syncthreads_or(status == 0);
-    const int any_repeat = __syncthreads_or(status == 1);
-    if (threadIdx.x == 0 && (any_descent || any_repeat)) {
-        atomicMin(result, any_descent ? 0 : 1);
+    // The loop runs over the block's first pair, so it is uniform over the
+    // block (the votes below need every thread).
+    for (long long base = static_cast<long long>(blockIdx.x) * blockDim.x; base < n - 1; base += gs_grid_stride()) {
+        const long long i = base + threadIdx.x + 1;
+        int status = 2;
+        if (i < n) {
+            const int c = gs_compare_lex<K>(keys, n, g, i - 1, i);
+            status = c > 0 ? 0 : (c == 0 ? 1 : 2);
+        }
+        const int any_descent = __syncthreads_or(status == 0);
+        const int any_repeat = __syncthreads_or(status == 1);
+        if (threadIdx.x == 0 && (any_descent || any_repeat)) {
+            atomicMin(result, any_descent ? 0 : 1);
+        }
     }
 }
 
@@ -64,23 +68,27 @@ __global__ void __launch_bounds__(GS_SEG_THREADS) gs_sortedness(
 // their predecessor; element 0 is not counted) each tile holds.
 //
 // Thread mapping: one block of 256 threads per tile of GS_SEG_TILE
-// elements; thread t looks at elements tile * TILE + j * 256 + t, j < 8
-// (coalesced); block sum; thread 0 writes tile_counts[tile].
-// Preconditions: 1-D grid of exactly ceil(n / TILE) blocks; keys sorted
-// (g, n) block.
+// elements (tiles blockIdx.x + j * gridDim.x, 64-bit); thread t looks at
+// elements tile * TILE + j * 256 + t, j < 8 (coalesced); block sum; thread 0
+// writes tile_counts[tile].
+// Preconditions: any 1-D grid (ceil(n / TILE) blocks at most are useful);
+// keys sorted (g, n) block.
 template <typename K>
 __global__ void __launch_bounds__(GS_SEG_THREADS) gs_segment_head_counts(
     const K* __restrict__ keys, long long n, int g, long long* __restrict__ tile_counts) {
     __shared__ int s_scan[GS_WARP];
-    const long long base = static_cast<long long>(blockIdx.x) * GS_SEG_TILE;
-    int count = 0;
+    const long long n_tiles = (n + GS_SEG_TILE - 1) / GS_SEG_TILE;
+    for (long long tile = blockIdx.x; tile < n_tiles; tile += gridDim.x) {
+        const long long base = tile * GS_SEG_TILE;
+        int count = 0;  // at most GS_SEG_ITEMS per thread, GS_SEG_TILE per tile
 #pragma unroll
-    for (int j = 0; j < GS_SEG_ITEMS; ++j) {
-        const long long i = base + j * GS_SEG_THREADS + threadIdx.x;
-        if (i >= 1 && i < n && gs_is_head<K>(keys, n, g, i)) ++count;
+        for (int j = 0; j < GS_SEG_ITEMS; ++j) {
+            const long long i = base + j * GS_SEG_THREADS + threadIdx.x;
+            if (i >= 1 && i < n && gs_is_head<K>(keys, n, g, i)) ++count;
+        }
+        const int total = gs_block_sum<int>(count, s_scan);
+        if (threadIdx.x == 0) tile_counts[tile] = total;
     }
-    const int total = gs_block_sum<int>(count, s_scan);
-    if (threadIdx.x == 0) tile_counts[blockIdx.x] = total;
 }
 
 // gs_segment_ids_scan: ids[i] = number of run heads in [1, i].
@@ -91,22 +99,25 @@ __global__ void __launch_bounds__(GS_SEG_THREADS) gs_segment_head_counts(
 // the running carry, which starts at the inclusive scan of the tile counts
 // of the tiles before it.
 // Preconditions: as gs_segment_head_counts; ``scanned`` is the inclusive
-// scan of its tile_counts (only read for blockIdx.x > 0).
+// scan of its tile_counts (only read for tiles > 0).
 template <typename K>
 __global__ void __launch_bounds__(GS_SEG_THREADS) gs_segment_ids_scan(
     const K* __restrict__ keys, long long n, int g, const long long* __restrict__ scanned,
     long long* __restrict__ ids) {
     __shared__ int s_scan[GS_WARP];
-    const long long base = static_cast<long long>(blockIdx.x) * GS_SEG_TILE;
-    long long carry = blockIdx.x > 0 ? scanned[blockIdx.x - 1] : 0;
+    const long long n_tiles = (n + GS_SEG_TILE - 1) / GS_SEG_TILE;
+    for (long long tile = blockIdx.x; tile < n_tiles; tile += gridDim.x) {
+        const long long base = tile * GS_SEG_TILE;
+        long long carry = tile > 0 ? scanned[tile - 1] : 0;
 #pragma unroll
-    for (int j = 0; j < GS_SEG_ITEMS; ++j) {
-        const long long i = base + j * GS_SEG_THREADS + threadIdx.x;
-        const int flag = (i >= 1 && i < n && gs_is_head<K>(keys, n, g, i)) ? 1 : 0;
-        int round_total;
-        const int incl = gs_block_inclusive_sum<int>(flag, s_scan, round_total);
-        if (i < n) ids[i] = carry + incl;
-        carry += round_total;
+        for (int j = 0; j < GS_SEG_ITEMS; ++j) {
+            const long long i = base + j * GS_SEG_THREADS + threadIdx.x;
+            const int flag = (i >= 1 && i < n && gs_is_head<K>(keys, n, g, i)) ? 1 : 0;
+            int round_total;  // at most GS_SEG_THREADS
+            const int incl = gs_block_inclusive_sum<int>(flag, s_scan, round_total);
+            if (i < n) ids[i] = carry + incl;
+            carry += round_total;
+        }
     }
 }
 
@@ -183,7 +194,9 @@ template <typename T> struct gs_seg_policy<T, GS_OP_ARGMAX> : gs_seg_arg_policy<
 // The work is the merge of the s segment ends e_j = starts[j + 1] with the
 // n_pos positions 0..n_pos-1 (an end comes before the positions >= it):
 // s + n_pos items, cut into tiles of ``rl * items`` consecutive items, one
-// tile per block (blockIdx.x); blockIdx.y strides over chunks of cl columns.
+// tile per block (tile blockIdx.x, then blockIdx.x + gridDim.x, ... when the
+// grid is smaller than the number of tiles, 64-bit); blockIdx.y strides over
+// chunks of cl columns.
 //
 // Thread mapping: a block of 256 threads is rl = 256 / cl "workers" of
 // cl = 2**cl_log2 lanes; lane l of a worker handles column chunk * cl + l,
@@ -209,9 +222,9 @@ template <typename T> struct gs_seg_policy<T, GS_OP_ARGMAX> : gs_seg_arg_policy<
 // (positions outside [starts[0], starts[s]) are ignored); perm null or
 // (n_pos,) with entries in [0, m); values (m, width) C-contiguous; m >= 1
 // (m == n_pos without perm); s >= 1, width >= 1; rl * items <=
-// GS_RED_MAX_TILE; grid.x = ceil((s + n_pos) / (rl * items)); 1-D blocks of
-// GS_RED_THREADS threads; carry_seg (grid.x,), carry_val (grid.x, width) of
-// acc_t; *flag == 0 on entry.
+// GS_RED_MAX_TILE; n_tiles = ceil((s + n_pos) / (rl * items)), any grid.x;
+// 1-D blocks of GS_RED_THREADS threads; carry_seg (n_tiles,), carry_val
+// (n_tiles, width) of acc_t; *flag == 0 on entry.
 // Other values (the memory-safety contract): starts are clipped into
 // [0, n_pos] as they are loaded and perm entries into [0, m), so starts
 // that are out of range but non-decreasing once clipped give the exact
@@ -248,124 +261,128 @@ __global__ void __launch_bounds__(GS_RED_THREADS, GS_RED_MIN_BLOCKS(T, OP)) gs_s
     const int lane = static_cast<int>(threadIdx.x) & (cl - 1);
     const long long s = n_segments;
     const long long tile = static_cast<long long>(rl) * items;
-    const long long d0 = static_cast<long long>(blockIdx.x) * tile;
-    const long long d1 = min(d0 + tile, s + n_pos);
-    const long long start0 = gs_clamp(starts[0], 0, n_pos);
+    const long long n_tiles = (s + n_pos + tile - 1) / tile;
+    for (long long tile_id = blockIdx.x; tile_id < n_tiles; tile_id += gridDim.x) {
+        const long long d0 = tile_id * tile;
+        const long long d1 = min(d0 + tile, s + n_pos);
+        const long long start0 = gs_clamp(starts[0], 0, n_pos);
 
-    if (threadIdx.x == 0 || threadIdx.x == GS_WARP) {
-        const long long diag = threadIdx.x == 0 ? d0 : d1;
-        long long lo = max(0LL, diag - n_pos);
-        long long hi = min(diag, s);
-        while (lo < hi) {
-            const long long mid = lo + ((hi - lo) >> 1);
-            if (gs_clamp(starts[mid + 1], 0, n_pos) <= diag - mid - 1) lo = mid + 1; else hi = mid;
-        }
-        const int slot = threadIdx.x == 0 ? 0 : 2;
-        s_bounds[slot] = lo;
-        s_bounds[slot + 1] = diag - lo;
-    }
-    __syncthreads();
-    const long long i0 = s_bounds[0], k0 = s_bounds[1];
-    // Cuts that do not follow each other (descending starts) leave the tile
-    // without work: n_ends stays within s_ends, and the launch is flagged.
-    const bool crossed = s_bounds[2] < i0 || s_bounds[3] < k0;
-    const long long i1 = crossed ? i0 : s_bounds[2];
-    const long long k1 = crossed ? k0 : s_bounds[3];
-    // The ends this tile can look at: e_i for i in [i0, min(i1, s - 1)].
-    const long long n_ends = min(i1, s - 1) - i0 + 1;
-    for (long long x = threadIdx.x; x < n_ends; x += GS_RED_THREADS) {
-        s_ends[x] = gs_clamp(starts[i0 + 1 + x], 0, n_pos);
-    }
-    __syncthreads();
-    bool descent = crossed;
-    for (long long x = threadIdx.x; x < n_ends; x += GS_RED_THREADS) {
-        const long long before = x > 0 ? s_ends[x - 1] : gs_clamp(starts[i0], 0, n_pos);
-        if (before > s_ends[x]) descent = true;
-    }
-    if (__syncthreads_or(descent)) {  // uniform over the block
-        if (threadIdx.x == 0) *flag = 1;
-        return;
-    }
-
-    // This worker's start on the tile's merge path.
-    const long long span = d1 - d0;
-    const long long dd = min(static_cast<long long>(worker) * items, span);
-    const long long dend = min(dd + items, span);
-    long long i_start, k_start;
-    {
-        long long lo = max(0LL, dd - (k1 - k0));
-        long long hi = min(dd, i1 - i0);
-        while (lo < hi) {
-            const long long mid = lo + ((hi - lo) >> 1);
-            if (s_ends[mid] <= k0 + dd - mid - 1) lo = mid + 1; else hi = mid;
-        }
-        i_start = i0 + lo;
-        k_start = k0 + dd - lo;
-    }
-
-    const long long col_step = static_cast<long long>(gridDim.y) << cl_log2;
-    for (long long cbase = static_cast<long long>(blockIdx.y) << cl_log2; cbase < width; cbase += col_step) {
-        const long long col = cbase + lane;
-        const bool col_ok = col < width;
-        long long i = i_start, k = k_start;
-        A acc = P::identity();
-        long long first_seg = -1;
-        A first_val = P::identity();
-        for (long long it = dd; it < dend; ++it) {
-            // (i - i0 < n_ends and k < n_pos always hold here: the ends are
-            // non-decreasing; the compares only keep that local.)
-            const long long e = (i < s && i - i0 < n_ends) ? s_ends[i - i0] : GS_LLONG_MAX;
-            if (k < e) {  // position k belongs to segment i (if any)
-                if (col_ok && i < s && (i > 0 || k >= start0) && k < n_pos) {
-                    const long long row = perm != nullptr ? gs_clip_index(perm[k], m) : k;
-                    acc = op(acc, P::lift(values[row * width + col], row));
-                }
-                ++k;
-            } else {  // segment i ends here
-                if (first_seg < 0) {
-                    first_seg = i;
-                    first_val = acc;
-                } else if (col_ok) {
-                    out[i * width + col] = P::result(acc);
-                }
-                acc = P::identity();
-                ++i;
+        if (threadIdx.x == 0 || threadIdx.x == GS_WARP) {
+            const long long diag = threadIdx.x == 0 ? d0 : d1;
+            long long lo = max(0LL, diag - n_pos);
+            long long hi = min(diag, s);
+            while (lo < hi) {
+                const long long mid = lo + ((hi - lo) >> 1);
+                if (gs_clamp(starts[mid + 1], 0, n_pos) <= diag - mid - 1) lo = mid + 1; else hi = mid;
             }
+            const int slot = threadIdx.x == 0 ? 0 : 2;
+            s_bounds[slot] = lo;
+            s_bounds[slot + 1] = diag - lo;
         }
-
-        // Segmented inclusive scan of the workers' carries.
-        if (lane == 0) s_cseg[worker] = i;
-        s_cval[threadIdx.x] = acc;  // index worker * cl + lane
         __syncthreads();
-        for (int off = 1; off < rl; off <<= 1) {
-            bool take = false;
-            A prev = P::identity();
-            if (worker >= off && s_cseg[worker - off] == s_cseg[worker]) {
-                take = true;
-                prev = s_cval[threadIdx.x - (off << cl_log2)];
-            }
-            __syncthreads();
-            if (take) s_cval[threadIdx.x] = op(prev, s_cval[threadIdx.x]);
-            __syncthreads();
+        const long long i0 = s_bounds[0], k0 = s_bounds[1];
+        // Cuts that do not follow each other (descending starts) leave the tile
+        // without work: n_ends stays within s_ends, and the launch is flagged.
+        const bool crossed = s_bounds[2] < i0 || s_bounds[3] < k0;
+        const long long i1 = crossed ? i0 : s_bounds[2];
+        const long long k1 = crossed ? k0 : s_bounds[3];
+        // The ends this tile can look at: e_i for i in [i0, min(i1, s - 1)].
+        const long long n_ends = min(i1, s - 1) - i0 + 1;
+        for (long long x = threadIdx.x; x < n_ends; x += GS_RED_THREADS) {
+            s_ends[x] = gs_clamp(starts[i0 + 1 + x], 0, n_pos);
+        }
+        __syncthreads();
+        bool descent = crossed;
+        for (long long x = threadIdx.x; x < n_ends; x += GS_RED_THREADS) {
+            const long long before = x > 0 ? s_ends[x - 1] : gs_clamp(starts[i0], 0, n_pos);
+            if (before > s_ends[x]) descent = true;
+        }
+        if (__syncthreads_or(descent)) {  // uniform over the block
+            if (threadIdx.x == 0) *flag = 1;
+            return;  // the fallback recomputes every output
         }
 
-        if (first_seg >= 0 && col_ok) {
-            A v = first_val;
-            if (worker > 0 && s_cseg[worker - 1] == first_seg) v = op(s_cval[threadIdx.x - cl], v);
-            out[first_seg * width + col] = P::result(v);
+        // This worker's start on the tile's merge path.
+        const long long span = d1 - d0;
+        const long long dd = min(static_cast<long long>(worker) * items, span);
+        const long long dend = min(dd + items, span);
+        long long i_start, k_start;
+        {
+            long long lo = max(0LL, dd - (k1 - k0));
+            long long hi = min(dd, i1 - i0);
+            while (lo < hi) {
+                const long long mid = lo + ((hi - lo) >> 1);
+                if (s_ends[mid] <= k0 + dd - mid - 1) lo = mid + 1; else hi = mid;
+            }
+            i_start = i0 + lo;
+            k_start = k0 + dd - lo;
         }
-        if (worker == rl - 1) {
-            if (lane == 0 && blockIdx.y == 0 && cbase == 0) carry_seg[blockIdx.x] = s_cseg[worker];
-            if (col_ok) carry_val[static_cast<long long>(blockIdx.x) * width + col] = s_cval[threadIdx.x];
+
+        const long long col_step = static_cast<long long>(gridDim.y) << cl_log2;
+        for (long long cbase = static_cast<long long>(blockIdx.y) << cl_log2; cbase < width; cbase += col_step) {
+            const long long col = cbase + lane;
+            const bool col_ok = col < width;
+            long long i = i_start, k = k_start;
+            A acc = P::identity();
+            long long first_seg = -1;
+            A first_val = P::identity();
+            for (long long it = dd; it < dend; ++it) {
+                // (i - i0 < n_ends and k < n_pos always hold here: the ends are
+                // non-decreasing; the compares only keep that local.)
+                const long long e = (i < s && i - i0 < n_ends) ? s_ends[i - i0] : GS_LLONG_MAX;
+                if (k < e) {  // position k belongs to segment i (if any)
+                    if (col_ok && i < s && (i > 0 || k >= start0) && k < n_pos) {
+                        const long long row = perm != nullptr ? gs_clip_index(perm[k], m) : k;
+                        acc = op(acc, P::lift(values[row * width + col], row));
+                    }
+                    ++k;
+                } else {  // segment i ends here
+                    if (first_seg < 0) {
+                        first_seg = i;
+                        first_val = acc;
+                    } else if (col_ok) {
+                        out[i * width + col] = P::result(acc);
+                    }
+                    acc = P::identity();
+                    ++i;
+                }
+            }
+
+            // Segmented inclusive scan of the workers' carries.
+            if (lane == 0) s_cseg[worker] = i;
+            s_cval[threadIdx.x] = acc;  // index worker * cl + lane
+            __syncthreads();
+            for (int off = 1; off < rl; off <<= 1) {
+                bool take = false;
+                A prev = P::identity();
+                if (worker >= off && s_cseg[worker - off] == s_cseg[worker]) {
+                    take = true;
+                    prev = s_cval[threadIdx.x - (off << cl_log2)];
+                }
+                __syncthreads();
+                if (take) s_cval[threadIdx.x] = op(prev, s_cval[threadIdx.x]);
+                __syncthreads();
+            }
+
+            if (first_seg >= 0 && col_ok) {
+                A v = first_val;
+                if (worker > 0 && s_cseg[worker - 1] == first_seg) v = op(s_cval[threadIdx.x - cl], v);
+                out[first_seg * width + col] = P::result(v);
+            }
+            if (worker == rl - 1) {
+                if (lane == 0 && blockIdx.y == 0 && cbase == 0) carry_seg[tile_id] = s_cseg[worker];
+                if (col_ok) carry_val[tile_id * width + col] = s_cval[threadIdx.x];
+            }
+            __syncthreads();  // shared memory is reused by the next column chunk
         }
-        __syncthreads();  // shared memory is reused by the next column chunk
+        __syncthreads();  // s_bounds, s_ends are rewritten for the next tile
     }
 }
 
 // gs_segment_reduce_fixup: folds the tiles' carries into the outputs.
 //
-// Thread mapping: one warp per tile t (8 per block, blockIdx.x); blockIdx.y
-// strides over columns. The carries of consecutive tiles that belong to the
+// Thread mapping: one warp per tile t (8 per block, grid-stride over tiles,
+// 64-bit); blockIdx.y strides over columns. The carries of consecutive tiles that belong to the
 // same segment form a run (carry_seg is non-decreasing, so the run's end is
 // a binary search away); the warp of the run's first tile reduces the whole
 // run and writes out[seg] = op(run, out[seg]) (out[seg] was written by the
@@ -382,19 +399,17 @@ __global__ void __launch_bounds__(GS_RED_THREADS, GS_RED_MIN_BLOCKS(T, OP)) gs_s
 // nothing when gs_segment_reduce flagged the launch (*flag != 0: the
 // fallback computes every output).
 #define GS_FIX_UNROLL 8
+// The fix-up of the run of carries that starts at tile t (nothing when t
+// does not start one); every lane of the warp calls it with the same t.
 template <typename T, int OP>
-__global__ void __launch_bounds__(256) gs_segment_reduce_fixup(
+__device__ __forceinline__ void gs_segment_fixup_run(
     const long long* __restrict__ carry_seg,
-    const typename gs_seg_policy<T, OP>::acc_t* __restrict__ carry_val, long long n_tiles,
+    const typename gs_seg_policy<T, OP>::acc_t* __restrict__ carry_val, long long t, long long n_tiles,
     long long width, long long n_segments, const T* __restrict__ values,
-    typename gs_seg_policy<T, OP>::out_t* __restrict__ out, const int* __restrict__ flag) {
+    typename gs_seg_policy<T, OP>::out_t* __restrict__ out, int lane) {
     typedef gs_seg_policy<T, OP> P;
     typedef typename P::acc_t A;
     const P op = P();
-    if (*flag != 0) return;  // uniform over the grid
-    const int lane = static_cast<int>(gs_lane_id());
-    const long long t = static_cast<long long>(blockIdx.x) * (blockDim.x / GS_WARP) + threadIdx.x / GS_WARP;
-    if (t >= n_tiles) return;  // uniform over the warp
     const long long seg = carry_seg[t];
     if (seg < 0 || seg >= n_segments) return;
     if (t > 0 && carry_seg[t - 1] == seg) return;  // not the first tile of the run
@@ -421,6 +436,21 @@ __global__ void __launch_bounds__(256) gs_segment_reduce_fixup(
             const long long at = seg * width + c;
             out[at] = P::result(op(v, P::reload(out[at], values, width, c)));
         }
+    }
+}
+
+template <typename T, int OP>
+__global__ void __launch_bounds__(256) gs_segment_reduce_fixup(
+    const long long* __restrict__ carry_seg,
+    const typename gs_seg_policy<T, OP>::acc_t* __restrict__ carry_val, long long n_tiles,
+    long long width, long long n_segments, const T* __restrict__ values,
+    typename gs_seg_policy<T, OP>::out_t* __restrict__ out, const int* __restrict__ flag) {
+    if (*flag != 0) return;  // uniform over the grid
+    const int lane = static_cast<int>(gs_lane_id());
+    const long long n_warps = gs_grid_stride() / GS_WARP;
+    // t is uniform over the warp (the stride is a multiple of 32 threads).
+    for (long long t = gs_global_thread() / GS_WARP; t < n_tiles; t += n_warps) {
+        gs_segment_fixup_run<T, OP>(carry_seg, carry_val, t, n_tiles, width, n_segments, values, out, lane);
     }
 }
 

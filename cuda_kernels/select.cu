@@ -32,7 +32,7 @@ __global__ void __launch_bounds__(256) gs_copy_segments(
     const long long* __restrict__ dst_starts, const long long* __restrict__ lengths,
     long long n_segments, long long width, long long n_out, T* __restrict__ out) {
     const long long warp = gs_global_thread() >> 5;
-    const long long n_warps = ((long long)gridDim.x * blockDim.x) >> 5;
+    const long long n_warps = gs_grid_stride() >> 5;
     const int lane = threadIdx.x & (GS_WARP - 1);
     // The source row of item j_lo saturates at +-2**62: adding j - j_lo
     // (< n_out, far below 2**62) cannot overflow then, and every row clips
@@ -74,7 +74,8 @@ GS_INST_SELECT(unsigned long long)
 // gs_segment_search: out[s] = the first p in [starts[s], ends[s]] with
 // keys[p] >= values[s] (right == 0) or keys[p] > values[s] (right == 1).
 //
-// Thread mapping: one thread per segment, a binary search in its run.
+// Thread mapping: one thread per segment (grid-stride, 64-bit), a binary
+// search in its run.
 // Preconditions: keys (n_keys,) sorted ascending within every
 // [starts[s], ends[s]); 0 <= starts[s] <= ends[s] <= n_keys; n_segments >= 1.
 // Other bounds are clipped into [0, n_keys], an end before its start
@@ -85,21 +86,21 @@ __global__ void __launch_bounds__(256) gs_segment_search(
     const I* __restrict__ keys, long long n_keys, const long long* __restrict__ starts,
     const long long* __restrict__ ends, const long long* __restrict__ values, long long n_segments,
     int right, long long* __restrict__ out) {
-    const long long s = gs_global_thread();
-    if (s >= n_segments) return;
-    long long lo = gs_clamp(starts[s], 0, n_keys);
-    long long hi = gs_clamp(ends[s], lo, n_keys);
-    const long long v = values[s];
-    while (lo < hi) {
-        const long long mid = lo + ((hi - lo) >> 1);
-        const long long k = static_cast<long long>(keys[mid]);
-        if (k < v || (right && k == v)) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
+    for (long long s = gs_global_thread(); s < n_segments; s += gs_grid_stride()) {
+        long long lo = gs_clamp(starts[s], 0, n_keys);
+        long long hi = gs_clamp(ends[s], lo, n_keys);
+        const long long v = values[s];
+        while (lo < hi) {
+            const long long mid = lo + ((hi - lo) >> 1);
+            const long long k = static_cast<long long>(keys[mid]);
+            if (k < v || (right && k == v)) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
         }
+        out[s] = lo;
     }
-    out[s] = lo;
 }
 
 #ifdef GPUSPARSE_INSTANTIATE_ALL

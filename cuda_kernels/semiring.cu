@@ -111,9 +111,10 @@ template <typename T> struct gs_sr_op<T, GS_SR_SECOND> {
 // the identity where row r is empty or allowed[r, c] is false (use_mask != 0).
 //
 // Thread mapping: one thread per output element in row-major order
-// (t = r * n + c, 64-bit), as gs_csr_spmm: the n threads of a row read the
-// same entries, consecutive threads read consecutive elements of b's rows.
-// Preconditions: 1-D grid of at least m * n threads; k >= 1; b (k, n), out
+// (t = r * n + c, 64-bit, grid-stride), as gs_csr_spmm: the n threads of a
+// row read the same entries, consecutive threads read consecutive elements
+// of b's rows.
+// Preconditions: any 1-D grid; k >= 1; b (k, n), out
 // and allowed (m, n) C-contiguous; allowed is not read when use_mask == 0.
 template <typename T, typename I, int ADD, int MUL>
 __global__ void __launch_bounds__(GS_SR_THREADS) gs_semiring_spmm(
@@ -122,22 +123,23 @@ __global__ void __launch_bounds__(GS_SR_THREADS) gs_semiring_spmm(
     T* __restrict__ out, long long m, long long n) {
     typedef gs_sr_monoid<T, ADD> M;
     typedef gs_sr_op<T, MUL> O;
-    const long long t = gs_global_thread();
-    if (t >= m * n) return;
-    const long long r = t / n;
-    const long long c = t - r * n;
-    long long start, end;
-    gs_row_range<I>(indptr, r, nnz, start, end);
-    if (start == end || (use_mask && !allowed[t])) {
-        out[t] = M::identity();
-        return;
+    const long long total = m * n;
+    for (long long t = gs_global_thread(); t < total; t += gs_grid_stride()) {
+        const long long r = t / n;
+        const long long c = t - r * n;
+        long long start, end;
+        gs_row_range<I>(indptr, r, nnz, start, end);
+        if (start == end || (use_mask && !allowed[t])) {
+            out[t] = M::identity();
+            continue;
+        }
+        T acc = O::apply(data[start], b[gs_clip_index(static_cast<long long>(indices[start]), k) * n + c]);
+        for (long long p = start + 1; p < end; ++p) {
+            const long long row_b = gs_clip_index(static_cast<long long>(indices[p]), k);
+            acc = M::combine(acc, O::apply(data[p], b[row_b * n + c]));
+        }
+        out[t] = acc;
     }
-    T acc = O::apply(data[start], b[gs_clip_index(static_cast<long long>(indices[start]), k) * n + c]);
-    for (long long p = start + 1; p < end; ++p) {
-        const long long row_b = gs_clip_index(static_cast<long long>(indices[p]), k);
-        acc = M::combine(acc, O::apply(data[p], b[row_b * n + c]));
-    }
-    out[t] = acc;
 }
 
 // Whether output (r, j) is computed: j in row r of the mask's structure
@@ -156,7 +158,8 @@ __device__ __forceinline__ bool gs_sr_selected(const I* mask_indptr, const I* ma
 // gs_semiring_count: counts[p] = the number of B entries in row indices_a[p]
 // whose output (rows[p], column) the mask selects.
 //
-// Thread mapping: one thread per A entry p, looping over one row of B.
+// Thread mapping: one thread per A entry p (grid-stride, 64-bit), looping
+// over one row of B.
 // Preconditions: rows (nnz_a) in [0, m) (from expand); k >= 1 (B has rows);
 // mask_indptr (m + 1) and mask_indices are read only when use_mask != 0.
 template <typename I>
@@ -165,21 +168,21 @@ __global__ void __launch_bounds__(GS_SR_THREADS) gs_semiring_count(
     const I* __restrict__ b_indptr, const I* __restrict__ b_indices, long long nnz_b, long long k, long long n,
     const I* __restrict__ mask_indptr, const I* __restrict__ mask_indices, long long mask_nnz, int use_mask,
     int complement, long long* __restrict__ counts) {
-    const long long p = gs_global_thread();
-    if (p >= nnz_a) return;
-    const long long col = gs_clip_index(static_cast<long long>(a_indices[p]), k);
-    long long lo, hi;
-    gs_row_range<I>(b_indptr, col, nnz_b, lo, hi);
-    if (!use_mask) {
-        counts[p] = hi - lo;
-        return;
+    for (long long p = gs_global_thread(); p < nnz_a; p += gs_grid_stride()) {
+        const long long col = gs_clip_index(static_cast<long long>(a_indices[p]), k);
+        long long lo, hi;
+        gs_row_range<I>(b_indptr, col, nnz_b, lo, hi);
+        if (!use_mask) {
+            counts[p] = hi - lo;
+            continue;
+        }
+        long long count = 0;
+        for (long long q = lo; q < hi; ++q) {
+            const long long j = gs_clip_index(static_cast<long long>(b_indices[q]), n);
+            count += gs_sr_selected<I>(mask_indptr, mask_indices, mask_nnz, use_mask, complement, rows[p], j);
+        }
+        counts[p] = count;
     }
-    long long count = 0;
-    for (long long q = lo; q < hi; ++q) {
-        const long long j = gs_clip_index(static_cast<long long>(b_indices[q]), n);
-        count += gs_sr_selected<I>(mask_indptr, mask_indices, mask_nnz, use_mask, complement, rows[p], j);
-    }
-    counts[p] = count;
 }
 
 // gs_semiring_expand: the selected terms of A entry p at keys/values
@@ -199,28 +202,29 @@ __global__ void __launch_bounds__(GS_SR_THREADS) gs_semiring_expand(
     const long long* __restrict__ offsets, long long n_terms, long long* __restrict__ keys,
     T* __restrict__ values) {
     typedef gs_sr_op<T, MUL> O;
-    const long long p = gs_global_thread();
-    if (p >= nnz_a) return;
-    const long long col = gs_clip_index(static_cast<long long>(a_indices[p]), k);
-    long long lo, hi;
-    gs_row_range<I>(b_indptr, col, nnz_b, lo, hi);
-    long long out = gs_clamp(offsets[p], 0, n_terms);
-    const long long stop = gs_clamp(offsets[p + 1], out, n_terms);
-    const long long r = rows[p];
-    const T a = a_data[p];
-    for (long long q = lo; q < hi && out < stop; ++q) {
-        const long long j = gs_clip_index(static_cast<long long>(b_indices[q]), n);
-        if (!gs_sr_selected<I>(mask_indptr, mask_indices, mask_nnz, use_mask, complement, r, j)) continue;
-        keys[out] = r * n + j;
-        values[out] = O::apply(a, b_data[q]);
-        ++out;
+    for (long long p = gs_global_thread(); p < nnz_a; p += gs_grid_stride()) {
+        const long long col = gs_clip_index(static_cast<long long>(a_indices[p]), k);
+        long long lo, hi;
+        gs_row_range<I>(b_indptr, col, nnz_b, lo, hi);
+        long long out = gs_clamp(offsets[p], 0, n_terms);
+        const long long stop = gs_clamp(offsets[p + 1], out, n_terms);
+        const long long r = rows[p];
+        const T a = a_data[p];
+        for (long long q = lo; q < hi && out < stop; ++q) {
+            const long long j = gs_clip_index(static_cast<long long>(b_indices[q]), n);
+            if (!gs_sr_selected<I>(mask_indptr, mask_indices, mask_nnz, use_mask, complement, r, j)) continue;
+            keys[out] = r * n + j;
+            values[out] = O::apply(a, b_data[q]);
+            ++out;
+        }
     }
 }
 
 // gs_semiring_reduce: out[s] = ADD over values[perm[i]], i in [starts[s], starts[s + 1]),
 // in that order, starting from the first term.
 //
-// Thread mapping: one thread per output (run), looping over its terms.
+// Thread mapping: one thread per output (run; grid-stride, 64-bit), looping
+// over its terms.
 // Preconditions: starts (n_out + 1) non-decreasing, clipped into [0, n_terms];
 // perm (n_terms) entries clipped into [0, n_terms); n_terms >= 1.
 template <typename T, int ADD>
@@ -228,17 +232,17 @@ __global__ void __launch_bounds__(GS_SR_THREADS) gs_semiring_reduce(
     const T* __restrict__ values, const long long* __restrict__ perm, long long n_terms,
     const long long* __restrict__ starts, long long n_out, T* __restrict__ out) {
     typedef gs_sr_monoid<T, ADD> M;
-    const long long s = gs_global_thread();
-    if (s >= n_out) return;
-    const long long lo = gs_clamp(starts[s], 0, n_terms);
-    const long long hi = gs_clamp(starts[s + 1], lo, n_terms);
-    if (lo == hi) {
-        out[s] = M::identity();
-        return;
+    for (long long s = gs_global_thread(); s < n_out; s += gs_grid_stride()) {
+        const long long lo = gs_clamp(starts[s], 0, n_terms);
+        const long long hi = gs_clamp(starts[s + 1], lo, n_terms);
+        if (lo == hi) {
+            out[s] = M::identity();
+            continue;
+        }
+        T acc = values[gs_clip_index(perm[lo], n_terms)];
+        for (long long i = lo + 1; i < hi; ++i) acc = M::combine(acc, values[gs_clip_index(perm[i], n_terms)]);
+        out[s] = acc;
     }
-    T acc = values[gs_clip_index(perm[lo], n_terms)];
-    for (long long i = lo + 1; i < hi; ++i) acc = M::combine(acc, values[gs_clip_index(perm[i], n_terms)]);
-    out[s] = acc;
 }
 
 #ifdef GPUSPARSE_INSTANTIATE_ALL

@@ -53,14 +53,14 @@ __device__ __forceinline__ int gs_radix_digit(K key, int shift) {
 
 // gs_radix_upsweep: per-tile digit histogram of one pass.
 //
-// Thread mapping: one block of 256 threads per tile of GS_SORT_TILE keys;
-// thread t reads keys tile * TILE + j * 256 + t for j < 16 (coalesced) and
+// Thread mapping: one block of 256 threads per tile of GS_SORT_TILE keys
+// (tiles blockIdx.x + j * gridDim.x, 64-bit); thread t reads keys tile * TILE + j * 256 + t for j < 16 (coalesced) and
 // adds runs of equal digits to a shared-memory histogram (see below).
 // Output: counts[d * n_tiles + tile] = number of keys of this tile whose
 // digit ``pass`` is d (of the key clipped into [0, key_max]). When ``totals`` is not null (pass 0 only) the block
 // also adds its counts of every pass's digit to totals[p * 256 + d].
-// Preconditions: 1-D grid of exactly n_tiles = ceil(n / TILE) blocks of
-// GS_SORT_THREADS threads; n >= 1; for pass > 0, ``plan`` was written by
+// Preconditions: n_tiles = ceil(n / TILE); any 1-D grid of GS_SORT_THREADS
+// threads; n >= 1; for pass > 0, ``plan`` was written by
 // gs_radix_plan (the block exits at once for a skipped pass, leaving its
 // counts stale; the scatter of that pass skips too).
 template <typename K>
@@ -81,51 +81,54 @@ __global__ void __launch_bounds__(GS_SORT_THREADS) gs_radix_upsweep(
     const int first = all_passes ? 0 : pass;
     const int n_digits = all_passes ? n_passes : 1;
 
-    for (int x = threadIdx.x; x < n_digits * GS_RADIX; x += GS_SORT_THREADS) s_hist[x] = 0;
-    __syncthreads();
+    for (long long tile = blockIdx.x; tile < n_tiles; tile += gridDim.x) {
+        for (int x = threadIdx.x; x < n_digits * GS_RADIX; x += GS_SORT_THREADS) s_hist[x] = 0;
+        __syncthreads();
 
-    // Each thread counts runs of equal digits in registers and flushes a run
-    // with one shared atomic: a digit that is the same for most keys (the
-    // high digits of small keys, sorted input) costs one atomic per thread,
-    // not one per key on the same address.
-    int last[GS_SORT_MAX_PASSES];
-    int run[GS_SORT_MAX_PASSES];
-#pragma unroll
-    for (int p = 0; p < GS_SORT_MAX_PASSES; ++p) {
-        last[p] = 0;
-        run[p] = 0;
-    }
-    const long long base = static_cast<long long>(blockIdx.x) * GS_SORT_TILE;
-    for (int j = 0; j < GS_SORT_ITEMS; ++j) {
-        const long long idx = base + j * GS_SORT_THREADS + threadIdx.x;
-        if (idx >= n) break;
-        const K key = gs_radix_key<K>(src[idx], key_max);
+        // Each thread counts runs of equal digits in registers and flushes a run
+        // with one shared atomic: a digit that is the same for most keys (the
+        // high digits of small keys, sorted input) costs one atomic per thread,
+        // not one per key on the same address.
+        int last[GS_SORT_MAX_PASSES];
+        int run[GS_SORT_MAX_PASSES];
 #pragma unroll
         for (int p = 0; p < GS_SORT_MAX_PASSES; ++p) {
-            if (p < n_digits) {
-                const int digit = gs_radix_digit<K>(key, GS_RADIX_BITS * (first + p));
-                if (run[p] != 0 && digit != last[p]) {
-                    atomicAdd(&s_hist[p * GS_RADIX + last[p]], run[p]);
-                    run[p] = 0;
+            last[p] = 0;
+            run[p] = 0;
+        }
+        const long long base = tile * GS_SORT_TILE;
+        for (int j = 0; j < GS_SORT_ITEMS; ++j) {
+            const long long idx = base + j * GS_SORT_THREADS + threadIdx.x;
+            if (idx >= n) break;
+            const K key = gs_radix_key<K>(src[idx], key_max);
+#pragma unroll
+            for (int p = 0; p < GS_SORT_MAX_PASSES; ++p) {
+                if (p < n_digits) {
+                    const int digit = gs_radix_digit<K>(key, GS_RADIX_BITS * (first + p));
+                    if (run[p] != 0 && digit != last[p]) {
+                        atomicAdd(&s_hist[p * GS_RADIX + last[p]], run[p]);
+                        run[p] = 0;
+                    }
+                    last[p] = digit;
+                    ++run[p];
                 }
-                last[p] = digit;
-                ++run[p];
             }
         }
-    }
 #pragma unroll
-    for (int p = 0; p < GS_SORT_MAX_PASSES; ++p) {
-        if (run[p] != 0) atomicAdd(&s_hist[p * GS_RADIX + last[p]], run[p]);
-    }
-    __syncthreads();
-
-    const int d = threadIdx.x;  // GS_SORT_THREADS == GS_RADIX
-    counts[static_cast<long long>(d) * n_tiles + blockIdx.x] = s_hist[d];
-    if (all_passes) {
-        for (int p = 0; p < n_passes; ++p) {
-            const int c = s_hist[p * GS_RADIX + d];
-            if (c != 0) atomicAdd(&totals[p * GS_RADIX + d], static_cast<unsigned long long>(c));
+        for (int p = 0; p < GS_SORT_MAX_PASSES; ++p) {
+            if (run[p] != 0) atomicAdd(&s_hist[p * GS_RADIX + last[p]], run[p]);
         }
+        __syncthreads();
+
+        const int d = threadIdx.x;  // GS_SORT_THREADS == GS_RADIX
+        counts[static_cast<long long>(d) * n_tiles + tile] = s_hist[d];
+        if (all_passes) {
+            for (int p = 0; p < n_passes; ++p) {
+                const int c = s_hist[p * GS_RADIX + d];
+                if (c != 0) atomicAdd(&totals[p * GS_RADIX + d], static_cast<unsigned long long>(c));
+            }
+        }
+        __syncthreads();  // s_hist is cleared for the next tile
     }
 }
 
@@ -168,7 +171,7 @@ __global__ void __launch_bounds__(GS_RADIX) gs_radix_plan(
 // gs_radix_scatter: one stable counting-sort pass on digit ``pass``.
 //
 // Thread mapping: one block of 256 threads (8 warps) per tile of
-// GS_SORT_TILE keys. Warp w owns the contiguous 512-key slice
+// GS_SORT_TILE keys (tiles blockIdx.x + j * gridDim.x, 64-bit). Warp w owns the contiguous 512-key slice
 // [w * 512, (w + 1) * 512) of the tile and walks it 32 keys at a time
 // (lane l takes key w * 512 + j * 32 + l at step j, coalesced), so the order
 // (warp, j, lane) is the input order. At each step a ballot-per-bit match
@@ -183,7 +186,7 @@ __global__ void __launch_bounds__(GS_RADIX) gs_radix_plan(
 // follow through the same staging buffer.
 // Global position = scanned exclusive count at (digit, tile) + position in
 // the tile's run of that digit: stable.
-// Preconditions: 1-D grid of exactly n_tiles blocks of GS_SORT_THREADS;
+// Preconditions: n_tiles = ceil(n / TILE); any 1-D grid of GS_SORT_THREADS;
 // ``scanned`` is the inclusive scan of gs_radix_upsweep's counts for this
 // pass; ``plan`` from gs_radix_plan. ``vals_in`` may be null: the payload of
 // the input is then the input position (the permutation). Keys are clipped
@@ -211,92 +214,95 @@ __global__ void __launch_bounds__(GS_SORT_THREADS) gs_radix_scatter(
     V* dst_v = dst_code == 1 ? vals_a : vals_b;
     const int shift = GS_RADIX_BITS * pass;
 
-    for (int x = threadIdx.x; x < GS_SORT_WARPS * GS_RADIX; x += GS_SORT_THREADS) s_warp_hist[x] = 0;
-    __syncthreads();
+    for (long long tile = blockIdx.x; tile < n_tiles; tile += gridDim.x) {
+        for (int x = threadIdx.x; x < GS_SORT_WARPS * GS_RADIX; x += GS_SORT_THREADS) s_warp_hist[x] = 0;
+        __syncthreads();
 
-    const unsigned int lane = gs_lane_id();
-    const int warp = threadIdx.x / GS_WARP;
-    const long long tile_base = static_cast<long long>(blockIdx.x) * GS_SORT_TILE;
-    const long long left = n - tile_base;
-    const int tile_n = left < GS_SORT_TILE ? static_cast<int>(left) : GS_SORT_TILE;
-    int* my_hist = s_warp_hist + warp * GS_RADIX;
+        const unsigned int lane = gs_lane_id();
+        const int warp = threadIdx.x / GS_WARP;
+        const long long tile_base = tile * GS_SORT_TILE;
+        const long long left = n - tile_base;
+        const int tile_n = left < GS_SORT_TILE ? static_cast<int>(left) : GS_SORT_TILE;
+        int* my_hist = s_warp_hist + warp * GS_RADIX;
 
-    K key[GS_SORT_ITEMS];
-    int rank[GS_SORT_ITEMS];
+        K key[GS_SORT_ITEMS];
+        int rank[GS_SORT_ITEMS];
 #pragma unroll
-    for (int j = 0; j < GS_SORT_ITEMS; ++j) {
-        const int off = warp * (GS_WARP * GS_SORT_ITEMS) + j * GS_WARP + static_cast<int>(lane);
-        const bool valid = off < tile_n;
-        key[j] = valid ? gs_radix_key<K>(src_k[tile_base + off], key_max) : static_cast<K>(0);
-        const int digit = valid ? gs_radix_digit<K>(key[j], shift) : GS_RADIX;
-        // 9 label bits: the digit and the "invalid lane" bit.
-        const unsigned int peers = gs_match_label<GS_RADIX_BITS + 1>(static_cast<unsigned int>(digit));
-        int old = 0;
-        if (valid) old = my_hist[digit];
-        __syncwarp();  // every peer has read the count before the leader bumps it
-        if (valid && lane == static_cast<unsigned int>(__ffs(peers) - 1)) {
-            my_hist[digit] = old + __popc(peers);
+        for (int j = 0; j < GS_SORT_ITEMS; ++j) {
+            const int off = warp * (GS_WARP * GS_SORT_ITEMS) + j * GS_WARP + static_cast<int>(lane);
+            const bool valid = off < tile_n;
+            key[j] = valid ? gs_radix_key<K>(src_k[tile_base + off], key_max) : static_cast<K>(0);
+            const int digit = valid ? gs_radix_digit<K>(key[j], shift) : GS_RADIX;
+            // 9 label bits: the digit and the "invalid lane" bit.
+            const unsigned int peers = gs_match_label<GS_RADIX_BITS + 1>(static_cast<unsigned int>(digit));
+            int old = 0;
+            if (valid) old = my_hist[digit];
+            __syncwarp();  // every peer has read the count before the leader bumps it
+            if (valid && lane == static_cast<unsigned int>(__ffs(peers) - 1)) {
+                my_hist[digit] = old + __popc(peers);
+            }
+            __syncwarp();  // the bump is visible to the next step
+            rank[j] = old + __popc(peers & gs_lanemask_lt());
         }
-        __syncwarp();  // the bump is visible to the next step
-        rank[j] = old + __popc(peers & gs_lanemask_lt());
-    }
-    __syncthreads();
+        __syncthreads();
 
-    {
-        const int d = threadIdx.x;  // GS_SORT_THREADS == GS_RADIX
-        int running = 0;
+        {
+            const int d = threadIdx.x;  // GS_SORT_THREADS == GS_RADIX
+            int running = 0;
 #pragma unroll
-        for (int w = 0; w < GS_SORT_WARPS; ++w) {
-            const int c = s_warp_hist[w * GS_RADIX + d];
-            s_warp_hist[w * GS_RADIX + d] = running;  // exclusive over warps
-            running += c;
+            for (int w = 0; w < GS_SORT_WARPS; ++w) {
+                const int c = s_warp_hist[w * GS_RADIX + d];
+                s_warp_hist[w * GS_RADIX + d] = running;  // exclusive over warps
+                running += c;
+            }
+            int total;
+            const int incl = gs_block_inclusive_sum<int>(running, s_scan, total);
+            s_tile_start[d] = incl - running;
+            const long long at = static_cast<long long>(d) * n_tiles + tile;
+            s_global[d] = at > 0 ? scanned[at - 1] : 0;
         }
-        int total;
-        const int incl = gs_block_inclusive_sum<int>(running, s_scan, total);
-        s_tile_start[d] = incl - running;
-        const long long at = static_cast<long long>(d) * n_tiles + blockIdx.x;
-        s_global[d] = at > 0 ? scanned[at - 1] : 0;
-    }
-    __syncthreads();
+        __syncthreads();
 
-    K* s_keys = reinterpret_cast<K*>(s_buf);
+        K* s_keys = reinterpret_cast<K*>(s_buf);
 #pragma unroll
-    for (int j = 0; j < GS_SORT_ITEMS; ++j) {
-        const int off = warp * (GS_WARP * GS_SORT_ITEMS) + j * GS_WARP + static_cast<int>(lane);
-        if (off < tile_n) {
-            const int digit = gs_radix_digit<K>(key[j], shift);
-            const int pos = s_tile_start[digit] + my_hist[digit] + rank[j];
-            s_keys[pos] = key[j];
-            s_digit[pos] = static_cast<unsigned char>(digit);
-            rank[j] = pos;
+        for (int j = 0; j < GS_SORT_ITEMS; ++j) {
+            const int off = warp * (GS_WARP * GS_SORT_ITEMS) + j * GS_WARP + static_cast<int>(lane);
+            if (off < tile_n) {
+                const int digit = gs_radix_digit<K>(key[j], shift);
+                const int pos = s_tile_start[digit] + my_hist[digit] + rank[j];
+                s_keys[pos] = key[j];
+                s_digit[pos] = static_cast<unsigned char>(digit);
+                rank[j] = pos;
+            }
         }
-    }
-    __syncthreads();
-    for (int p = threadIdx.x; p < tile_n; p += GS_SORT_THREADS) {
-        const int digit = s_digit[p];
-        dst_k[s_global[digit] + (p - s_tile_start[digit])] = s_keys[p];
-    }
-    __syncthreads();  // s_buf is reused for the payloads
+        __syncthreads();
+        for (int p = threadIdx.x; p < tile_n; p += GS_SORT_THREADS) {
+            const int digit = s_digit[p];
+            dst_k[s_global[digit] + (p - s_tile_start[digit])] = s_keys[p];
+        }
+        __syncthreads();  // s_buf is reused for the payloads
 
-    V* s_vals = reinterpret_cast<V*>(s_buf);
+        V* s_vals = reinterpret_cast<V*>(s_buf);
 #pragma unroll
-    for (int j = 0; j < GS_SORT_ITEMS; ++j) {
-        const int off = warp * (GS_WARP * GS_SORT_ITEMS) + j * GS_WARP + static_cast<int>(lane);
-        if (off < tile_n) {
-            const long long idx = tile_base + off;
-            s_vals[rank[j]] = src_v != nullptr ? src_v[idx] : static_cast<V>(idx);
+        for (int j = 0; j < GS_SORT_ITEMS; ++j) {
+            const int off = warp * (GS_WARP * GS_SORT_ITEMS) + j * GS_WARP + static_cast<int>(lane);
+            if (off < tile_n) {
+                const long long idx = tile_base + off;
+                s_vals[rank[j]] = src_v != nullptr ? src_v[idx] : static_cast<V>(idx);
+            }
         }
-    }
-    __syncthreads();
-    for (int p = threadIdx.x; p < tile_n; p += GS_SORT_THREADS) {
-        const int digit = s_digit[p];
-        dst_v[s_global[digit] + (p - s_tile_start[digit])] = s_vals[p];
+        __syncthreads();
+        for (int p = threadIdx.x; p < tile_n; p += GS_SORT_THREADS) {
+            const int digit = s_digit[p];
+            dst_v[s_global[digit] + (p - s_tile_start[digit])] = s_vals[p];
+        }
+        __syncthreads();  // shared memory is reused by the next tile
     }
 }
 
 // gs_radix_finalize: output = input when no pass ran.
 //
-// Thread mapping: one thread per element (1-D grid, 64-bit index); every
+// Thread mapping: one thread per element (grid-stride, 64-bit index); every
 // thread exits at once unless plan[n_passes] == 0.
 // Preconditions: plan from gs_radix_plan; vals_in may be null (payload =
 // position).
@@ -306,10 +312,10 @@ __global__ void __launch_bounds__(256) gs_radix_finalize(
     K* __restrict__ keys_a, V* __restrict__ vals_a,
     long long n, long long key_max, int n_passes, const int* __restrict__ plan) {
     if (plan[n_passes] != 0) return;
-    const long long i = gs_global_thread();
-    if (i >= n) return;
-    keys_a[i] = gs_radix_key<K>(keys_in[i], key_max);
-    vals_a[i] = vals_in != nullptr ? vals_in[i] : static_cast<V>(i);
+    for (long long i = gs_global_thread(); i < n; i += gs_grid_stride()) {
+        keys_a[i] = gs_radix_key<K>(keys_in[i], key_max);
+        vals_a[i] = vals_in != nullptr ? vals_in[i] : static_cast<V>(i);
+    }
 }
 
 #ifdef GPUSPARSE_INSTANTIATE_ALL

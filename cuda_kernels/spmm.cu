@@ -68,10 +68,10 @@ template <typename T> struct gs_mm_reduce<T, GS_MM_MEAN> {
 //                          (+ beta * out[r, c] when use_beta != 0).
 //
 // Thread mapping: one thread per output element in row-major order
-// (t = r * n + c, 64-bit). The n threads of one row read the same row
+// (t = r * n + c, 64-bit, grid-stride). The n threads of one row read the same row
 // entries (broadcast loads); consecutive threads read consecutive elements
 // of each row of b (coalesced) and write consecutive elements of out.
-// Preconditions: 1-D grid of at least m * n threads; indptr (m + 1),
+// Preconditions: any 1-D grid; indptr (m + 1),
 // indices and data (nnz); indices in [0, k), k >= 1; b (k, n) and out
 // (m, n) C-contiguous; out is not read when use_beta == 0.
 template <typename T, typename I>
@@ -79,20 +79,21 @@ __global__ void __launch_bounds__(GS_MM_THREADS) gs_csr_spmm(
     const I* __restrict__ indptr, const I* __restrict__ indices, const T* __restrict__ data, long long nnz,
     const T* __restrict__ b, long long k, T* __restrict__ out, long long m, long long n, T alpha, T beta,
     int use_beta) {
-    const long long t = gs_global_thread();
-    if (t >= m * n) return;
-    const long long r = t / n;
-    const long long c = t - r * n;
-    T acc = gs_zero<T>();
-    long long start, end;
-    gs_row_range<I>(indptr, r, nnz, start, end);
-    for (long long p = start; p < end; ++p) {
-        const long long row_b = gs_clip_index(static_cast<long long>(indices[p]), k);
-        acc = gs_add<T>(acc, gs_mul<T>(data[p], b[row_b * n + c]));
+    const long long total = m * n;
+    for (long long t = gs_global_thread(); t < total; t += gs_grid_stride()) {
+        const long long r = t / n;
+        const long long c = t - r * n;
+        T acc = gs_zero<T>();
+        long long start, end;
+        gs_row_range<I>(indptr, r, nnz, start, end);
+        for (long long p = start; p < end; ++p) {
+            const long long row_b = gs_clip_index(static_cast<long long>(indices[p]), k);
+            acc = gs_add<T>(acc, gs_mul<T>(data[p], b[row_b * n + c]));
+        }
+        T result = gs_mul<T>(alpha, acc);
+        if (use_beta) result = gs_add<T>(result, gs_mul<T>(beta, out[t]));
+        out[t] = result;
     }
-    T result = gs_mul<T>(alpha, acc);
-    if (use_beta) result = gs_add<T>(result, gs_mul<T>(beta, out[t]));
-    out[t] = result;
 }
 
 // gs_csr_spmm_reduce: out[r, c] = OP over p in row r of data[p] * b[indices[p], c]
@@ -108,22 +109,23 @@ __global__ void __launch_bounds__(GS_MM_THREADS) gs_csr_spmm_reduce(
     const I* __restrict__ indptr, const I* __restrict__ indices, const T* __restrict__ data, long long nnz,
     const T* __restrict__ b, long long k, T* __restrict__ out, long long m, long long n) {
     typedef gs_mm_reduce<T, OP> R;
-    const long long t = gs_global_thread();
-    if (t >= m * n) return;
-    const long long r = t / n;
-    const long long c = t - r * n;
-    long long start, end;
-    gs_row_range<I>(indptr, r, nnz, start, end);
-    if (start == end) {
-        out[t] = gs_zero<T>();
-        return;
+    const long long total = m * n;
+    for (long long t = gs_global_thread(); t < total; t += gs_grid_stride()) {
+        const long long r = t / n;
+        const long long c = t - r * n;
+        long long start, end;
+        gs_row_range<I>(indptr, r, nnz, start, end);
+        if (start == end) {
+            out[t] = gs_zero<T>();
+            continue;
+        }
+        T acc = R::identity();
+        for (long long p = start; p < end; ++p) {
+            const long long row_b = gs_clip_index(static_cast<long long>(indices[p]), k);
+            acc = R::combine(acc, gs_mul<T>(data[p], b[row_b * n + c]));
+        }
+        out[t] = R::finish(acc, end - start);
     }
-    T acc = R::identity();
-    for (long long p = start; p < end; ++p) {
-        const long long row_b = gs_clip_index(static_cast<long long>(indices[p]), k);
-        acc = R::combine(acc, gs_mul<T>(data[p], b[row_b * n + c]));
-    }
-    out[t] = R::finish(acc, end - start);
 }
 
 #ifdef GPUSPARSE_INSTANTIATE_ALL

@@ -20,10 +20,9 @@ import numpy as np
 from gpusparse._kernels import SEGMENT_OPS
 from gpusparse._kernels.cuda._backend import cupy, get_function
 from gpusparse._kernels.cuda._loader import OP_CODES
-from gpusparse._kernels.cuda import _merge, _reduce
+from gpusparse._kernels.cuda import _grid, _merge, _reduce
 from gpusparse._kernels.cuda._select import bucket_order, copy_segments, segment_search  # select.cu
 from gpusparse._kernels.cuda._linalg import sddmm, spgemm, spmm, spmm_reduce, spmv  # products
-from gpusparse._kernels.cuda._transpose import transpose_compressed  # sort_pairs, compress, gather
 from gpusparse._kernels.cuda._transpose import transpose_compressed  # sort_pairs, compress, gather
 from gpusparse._kernels.cuda._semiring import spgemm_semiring, spmm_semiring  # semiring.cu
 
@@ -36,7 +35,6 @@ __all__ = [
     "expand",
     "gather",
     "take_columns",
-    "transpose_compressed",
     "transpose_compressed",
     "linearize",
     "merge_rows",
@@ -81,7 +79,9 @@ _FALLBACK_BLOCKS = 1024
 
 
 def _blocks(n: int, per_block: int = _THREADS) -> int:
-    return (n + per_block - 1) // per_block
+    # The grid of a launch over n items: clamped to the device's gridDim.x
+    # limit (every kernel loops over what the grid does not cover).
+    return _grid.blocks(n, per_block)
 
 
 def _i64(x) -> np.int64:
@@ -243,7 +243,8 @@ def _sort_pairs(keys, values, key_bits, key_max):
         return cupy.zeros(n, dtype=_I64), (values.copy() if values is not None else cupy.arange(n, dtype=_I64))
     key_max = _i64(key_max)
 
-    n_tiles = _blocks(n, _SORT_TILE)
+    n_tiles = _grid.tiles(n, _SORT_TILE)
+    grid = (_blocks(n, _SORT_TILE),)
     out_k = cupy.empty(n, dtype=_I64)
     out_v = cupy.empty(n, dtype=_I64)
     if n_passes >= 2:
@@ -262,7 +263,7 @@ def _sort_pairs(keys, values, key_bits, key_max):
     finalize = get_function("sort", "gs_radix_finalize", (_I64, _I64))
     for p in range(n_passes):
         upsweep(
-            (n_tiles,), (_THREADS,),
+            grid, (_THREADS,),
             (keys, out_k, tmp_k, _i64(n), key_max, _i32(p), _i32(n_passes), plan, counts,
              _i64(n_tiles), totals if p == 0 else _NULL),
         )
@@ -270,7 +271,7 @@ def _sort_pairs(keys, values, key_bits, key_max):
             plan_kernel((1,), (256,), (totals, _i64(n), _i32(n_passes), plan))
         scanned = cupy.cumsum(counts)
         scatter(
-            (n_tiles,), (_THREADS,),
+            grid, (_THREADS,),
             (keys, vals_in, out_k, out_v, tmp_k, tmp_v, _i64(n), key_max, _i32(p), plan, scanned,
              _i64(n_tiles)),
         )
@@ -304,16 +305,17 @@ def segment_ids(keys):
     ids = cupy.empty(n, dtype=_I64)
     if n == 0:
         return ids
-    n_tiles = _blocks(n, _SEG_TILE)
+    n_tiles = _grid.tiles(n, _SEG_TILE)
+    grid = (_blocks(n, _SEG_TILE),)
     if n_tiles > 1:
         counts = cupy.empty(n_tiles, dtype=_I64)
         head_counts = get_function("segment", "gs_segment_head_counts", (rows.dtype,))
-        head_counts((n_tiles,), (_THREADS,), (rows, _i64(n), _i32(g), counts))
+        head_counts(grid, (_THREADS,), (rows, _i64(n), _i32(g), counts))
         scanned = cupy.cumsum(counts)
     else:  # one tile: the carry-in is never read
         scanned = ids
     scan = get_function("segment", "gs_segment_ids_scan", (rows.dtype,))
-    scan((n_tiles,), (_THREADS,), (rows, _i64(n), _i32(g), scanned, ids))
+    scan(grid, (_THREADS,), (rows, _i64(n), _i32(g), scanned, ids))
     return ids
 
 
@@ -385,8 +387,8 @@ def segment_reduce(values, starts, op, perm=None):
         rl = _THREADS >> cl_log2
         items = min(64, _RED_MAX_TILE // rl)
         tile = rl * items
-        n_tiles = _blocks(s + n_pos, tile)
-        grid_y = min(_blocks(w, 1 << cl_log2), _MAX_GRID_Y)
+        n_tiles = _grid.tiles(s + n_pos, tile)
+        grid_y = _grid.blocks(w, 1 << cl_log2, _MAX_GRID_Y)
         carry_seg = cupy.empty(n_tiles, dtype=_I64)
         if op in ("argmin", "argmax"):
             # gs_arg_state<T>: (value, row), 16 bytes, or 32 for complex128.
@@ -396,7 +398,7 @@ def segment_reduce(values, starts, op, perm=None):
             carry_val = cupy.empty((n_tiles, w), dtype=out_dtype)
         kernel = get_function("segment", "gs_segment_reduce", (dtype, code))
         kernel(
-            (n_tiles, grid_y), (_THREADS,),
+            (_blocks(s + n_pos, tile), grid_y), (_THREADS,),
             (values, _i64(m), _i64(w), starts, _i64(s), perm if perm is not None else _NULL, _i64(n_pos),
              _i32(cl_log2), _i32(items), out, carry_seg, carry_val, flag),
         )
@@ -404,7 +406,7 @@ def segment_reduce(values, starts, op, perm=None):
             fixup = get_function("segment", "gs_segment_reduce_fixup", (dtype, code))
             warps_per_block = _THREADS // 32
             fixup(
-                (_blocks(n_tiles, warps_per_block), min(w, _MAX_GRID_Y)), (_THREADS,),
+                (_blocks(n_tiles, warps_per_block), _grid.blocks(w, 1, _MAX_GRID_Y)), (_THREADS,),
                 (carry_seg, carry_val, _i64(n_tiles), _i64(w), _i64(s), values, out, flag),
             )
     fallback = get_function("segment", "gs_segment_reduce_fallback", (dtype, code))
@@ -481,6 +483,7 @@ def _as_words(arr):
 
 
 def _row_launch(n: int, width: int):
+    # 2**lpr_log2 lanes per row: the kernels loop over n << lpr_log2 threads.
     lpr_log2 = min(5, _ceil_log2(width))
     return (_blocks(n << lpr_log2),), lpr_log2
 

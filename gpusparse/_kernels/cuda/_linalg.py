@@ -48,7 +48,7 @@ import numpy as np
 from gpusparse import _memory
 from gpusparse._device import Device
 from gpusparse._errors import warn_efficiency
-from gpusparse._kernels.cuda import _cusparse
+from gpusparse._kernels.cuda import _cusparse, _grid
 from gpusparse._kernels.cuda._backend import cupy, get_function
 
 __all__ = ["sddmm", "spgemm", "spmm", "spmm_reduce", "spmv"]
@@ -61,7 +61,8 @@ _CHECK_MAX_BLOCKS = 4096
 
 
 def _blocks(n: int, per_block: int = _THREADS) -> int:
-    return max(1, (int(n) + per_block - 1) // per_block)
+    # Clamped to the gridDim.x limit: every product kernel is grid-stride.
+    return _grid.blocks(n, per_block)
 
 
 def _index_pair(indptr, indices):
@@ -176,7 +177,8 @@ def _transpose_csr(indptr, indices, data, shape):
     sorted_keys, perm = k._sort_pairs(keys, None, bits, m * n - 1)
     t_rows = sorted_keys // m  # the columns of A: the rows of A.T
     t_cols = sorted_keys - t_rows * m
-    index_dtype = indices.dtype
+    # int32 pointers cannot hold an nnz past 2**31 - 1 (nor int32 indices a dimension past it).
+    index_dtype = indices.dtype if max(nnz, m, n) <= np.iinfo(np.int32).max else _I64
     t_indptr = k.compress(t_rows, n, index_dtype)
     return t_indptr, t_cols.astype(index_dtype), cupy.take(data, perm)
 
@@ -213,7 +215,9 @@ def spmv(indptr, indices, data, shape, x, y, alpha=1, beta=0, trans="N"):
         return
     # cuSPARSE writes y in place: an unaligned y (a view) takes our kernel.
     checked = None
-    if _cusparse.supports("spmv", data.dtype, indptr.dtype, indices.dtype, trans=trans) and _cusparse.aligned(y):
+    # nnz >= 2**31: cuSPARSE only with int64 indices and a release that takes it (else our kernel).
+    if (_cusparse.supports("spmv", data.dtype, indptr.dtype, indices.dtype, trans=trans, nnz=indices.shape[0])
+            and _cusparse.aligned(y)):
         checked = _structure_for_cusparse(indptr, indices, shape[0], shape[1])
     if checked is not None:
         try:
@@ -232,7 +236,8 @@ def spmm(indptr, indices, data, shape, b, out, alpha=1, beta=0, trans="N"):
         _scale_in_place(out, beta)
         return
     checked = None
-    if _cusparse.supports("spmm", data.dtype, indptr.dtype, indices.dtype, trans=trans) and _cusparse.aligned(out):
+    if (_cusparse.supports("spmm", data.dtype, indptr.dtype, indices.dtype, trans=trans, nnz=indices.shape[0])
+            and _cusparse.aligned(out)):
         checked = _structure_for_cusparse(indptr, indices, shape[0], shape[1])
     if checked is not None:
         order = "C" if out.flags.c_contiguous else "F"
@@ -356,7 +361,8 @@ def _spgemm(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape):
     if index_dtype == np.int32 and (a_indices.dtype == _I64 or b_indices.dtype == _I64):
         nnz_fits = max(int(a_indices.shape[0]), int(b_indices.shape[0])) <= np.iinfo(np.int32).max
         index_dtype = np.dtype(np.int32) if nnz_fits else _I64
-    if _cusparse.supports("spgemm", dtype, index_dtype):
+    if _cusparse.supports("spgemm", dtype, index_dtype,
+                          nnz=max(int(a_indices.shape[0]), int(b_indices.shape[0]))):
         m, k_dim, n = (int(s) for s in shape)
         # Trust is of the arrays given; a cast of a trusted structure keeps its values (index_dtype holds
         # every dimension and nnz), so it is trusted too.

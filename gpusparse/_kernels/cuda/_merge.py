@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpusparse._kernels.cuda import _grid
 from gpusparse._kernels.cuda._backend import cupy, get_function
 
 __all__ = ["merge_sorted"]
@@ -41,18 +42,20 @@ def merge_sorted(a_keys, b_keys, how):
     total = na + nb
     if total == 0 or capacity == 0:
         return keys, a_index, b_index, cupy.zeros((), dtype=_I64)
-    n_tiles = (total + _TILE - 1) // _TILE
+    n_tiles = _grid.tiles(total, _TILE)
+    grid = (_grid.blocks(n_tiles, 1),)  # one block per tile, clamped (the kernels loop over tiles)
     cuts = cupy.empty(2 * (n_tiles + 1), dtype=_I64)
     partition = get_function("merge", "gs_merge_partition", (_I64,))
-    partition(((n_tiles + 1 + _THREADS - 1) // _THREADS,), (_THREADS,),
+    partition((_grid.blocks(n_tiles + 1, _THREADS),), (_THREADS,),
               (a, np.int64(na), b, np.int64(nb), np.int64(n_tiles), cuts))
     counts = cupy.empty(n_tiles, dtype=_I64)
     count = get_function("merge", "gs_merge_count", (_I64, code))
-    count((n_tiles,), (_THREADS,), (a, b, cuts, counts))
+    count(grid, (_THREADS,), (a, b, cuts, np.int64(n_tiles), counts))
     offsets = cupy.zeros(n_tiles + 1, dtype=_I64)
     cupy.cumsum(counts, out=offsets[1:])
     write = get_function("merge", "gs_merge_write", (_I64, code))
-    write((n_tiles,), (_THREADS,), (a, b, cuts, offsets, np.int64(capacity), keys, a_index, b_index))
+    write(grid, (_THREADS,),
+          (a, b, cuts, offsets, np.int64(n_tiles), np.int64(capacity), keys, a_index, b_index))
     # At most ``capacity`` outputs for strictly increasing keys; keys that are
     # not can count more, whose writes the kernel dropped.
     return keys, a_index, b_index, cupy.minimum(offsets[n_tiles], capacity)

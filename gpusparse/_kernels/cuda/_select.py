@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpusparse._kernels.cuda import _grid
 from gpusparse._kernels.cuda._backend import cupy, get_function
 
 _I64 = np.dtype(np.int64)
@@ -36,7 +37,7 @@ def copy_segments(values, src_starts, dst_starts, lengths, out, values2=None, ou
     dst_starts = cupy.ascontiguousarray(dst_starts, dtype=_I64)
     lengths = cupy.ascontiguousarray(lengths, dtype=_I64)
     src, dst = _as_words(values), _as_words(out)
-    blocks = min(_MAX_BLOCKS, -(-n_segments // _WARPS_PER_BLOCK))
+    blocks = _grid.blocks(n_segments, _WARPS_PER_BLOCK, _MAX_BLOCKS)
     kernel = get_function("select", "gs_copy_segments", (src.dtype,))
     kernel((blocks,), (_THREADS,), (src, np.int64(values.shape[0]), src_starts, dst_starts, lengths,
                                     np.int64(n_segments), np.int64(src.shape[1]), np.int64(out.shape[0]), dst))
@@ -59,7 +60,7 @@ def segment_search(keys, starts, ends, values, side="left"):
     ends = cupy.ascontiguousarray(ends, dtype=_I64)
     values = cupy.ascontiguousarray(values, dtype=_I64)
     kernel = get_function("select", "gs_segment_search", (keys.dtype,))
-    kernel((-(-n_segments // _THREADS),), (_THREADS,),
+    kernel((_grid.blocks(n_segments, _THREADS),), (_THREADS,),
            (keys, np.int64(keys.size), starts, ends, values, np.int64(n_segments), np.int32(side == "right"),
             out))
     return out

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpusparse._kernels import SEMIRING_ADD, SEMIRING_MUL, semiring_identity
+from gpusparse._kernels.cuda import _grid
 from gpusparse._kernels.cuda._backend import cupy, get_function
 
 __all__ = ["semiring_codes", "spgemm_semiring", "spmm_semiring"]
@@ -25,7 +26,8 @@ _NULL = np.uint64(0)
 
 
 def _blocks(n: int) -> int:
-    return (int(n) + _THREADS - 1) // _THREADS
+    # Clamped to the gridDim.x limit: every semiring kernel is grid-stride.
+    return _grid.blocks(n, _THREADS)
 
 
 def semiring_codes(add, mul):

@@ -1,0 +1,34 @@
+"""Launch shapes of the CUDA kernels: 1-D grids clamped to the device limit.
+
+Every kernel of ``cuda_kernels/`` indexes in 64 bits and loops: a per-item
+kernel with a grid-stride loop (``gs_grid_stride``), a per-tile kernel over
+tiles ``blockIdx.x + j * gridDim.x``. So a grid of any size from 1 block up
+covers all the work, and :func:`blocks` may clamp the block count to
+``gridDim.x <= 2**31 - 1`` (the limit of every GPU CuPy runs on) without
+losing items: past ``2**31 - 1`` blocks of 256 threads (``2**39`` items) the
+threads loop instead of failing to launch.
+
+:data:`MAX_GRID_X` is read at each call, so the tests shrink it to a few
+blocks and run every launcher with its kernels looping.
+"""
+
+from __future__ import annotations
+
+__all__ = ["MAX_GRID_X", "MAX_GRID_Y", "blocks", "tiles"]
+
+#: gridDim.x limit of compute capability 3.0 and later.
+MAX_GRID_X = 2**31 - 1
+#: gridDim.y (and z) limit.
+MAX_GRID_Y = 65535
+
+
+def tiles(n: int, per_tile: int) -> int:
+    """The number of tiles of ``per_tile`` items that hold ``n`` items (unclamped, 0 for none)."""
+    return (max(int(n), 0) + per_tile - 1) // per_tile
+
+
+def blocks(n: int, per_block: int = 256, limit: "int | None" = None) -> int:
+    """Blocks of a 1-D launch over ``n`` items, ``per_block`` items a block: ``ceil(n / per_block)``,
+    at least 1 and at most ``limit`` (default :data:`MAX_GRID_X`); the kernel loops over the rest."""
+    cap = MAX_GRID_X if limit is None else min(int(limit), MAX_GRID_X)
+    return max(1, min(tiles(n, per_block), cap))
