@@ -22,6 +22,15 @@ SpGEMM     float32/64, complex64/128   int32 (int64 from CUDA 13)  N only       
 SDDMM      not bound by CuPy's cusparse module: the hand-written ``gs_sddmm`` runs instead
 =========  ==========================  ================  ======================  =========================
 
+More than 2**31 - 1 stored entries: the CSR descriptor then takes int64
+``indptr`` and indices (``CUSPARSE_INDEX_64I``; int32 pointers cannot hold
+such an nnz, and :func:`supports` refuses them), and SpMV / SpMM go to
+cuSPARSE only from the cuSPARSE of CUDA 12.8 (library version 12.5.7,
+``cusparseGetVersion`` 12507, :data:`LARGE_NNZ_MIN_VERSION`): earlier
+releases fail there, so the hand-written kernels (64-bit throughout) run
+instead. SpGEMM's operands and output are int64 whenever an nnz or a
+dimension passes int32 (``_linalg``), which needs CUDA 13 as above.
+
 Integer and bool values have no uniform-precision cuSPARSE routine (only
 int8 inputs with int32 outputs, which is not NumPy's int8 product). When
 ``beta == 0`` the output is zeroed before the call, so that uninitialised
@@ -40,8 +49,8 @@ import functools
 
 import numpy as np
 
-__all__ = ["ALIGNMENT", "SUPPORT", "aligned", "available", "library_error", "spgemm", "spmm", "spmv",
-           "supports"]
+__all__ = ["ALIGNMENT", "LARGE_NNZ", "LARGE_NNZ_MIN_VERSION", "SUPPORT", "aligned", "available", "large_nnz_supported",
+           "library_error", "spgemm", "spmm", "spmv", "supports", "version"]
 
 _FLOATS = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
 _INT32 = np.dtype(np.int32)
@@ -54,6 +63,13 @@ SUPPORT = {
     "spgemm": (_FLOATS, frozenset((_INT32,)), frozenset("N")),
 }
 _SPGEMM_INT64_RUNTIME = 13000
+
+#: The first nnz past int32 (2**31): only CUSPARSE_INDEX_64I describes such a matrix.
+LARGE_NNZ = 2**31
+#: The first cuSPARSE (``cusparseGetVersion``: major * 1000 + minor * 100 + patch) whose SpMV and SpMM
+#: are taken with ``nnz >= LARGE_NNZ``: 12.5.7, the cuSPARSE of CUDA 12.8. Earlier ones fail there.
+LARGE_NNZ_MIN_VERSION = 12507
+_LARGE_NNZ_ROUTINES = frozenset(("spmv", "spmm"))
 
 
 @functools.cache
@@ -102,8 +118,21 @@ def _runtime_version() -> int:
     return int(cupy.cuda.runtime.runtimeGetVersion())
 
 
-def supports(routine: str, value_dtype, *index_dtypes, trans: str = "N") -> bool:
-    """Whether cuSPARSE's ``routine`` takes these value and index dtypes and sparse op."""
+@functools.cache
+def version() -> int:
+    """The cuSPARSE library's version (``cusparseGetVersion``: 12507 for 12.5.7); 0 where unknown."""
+    try:
+        return int(_lib().getVersion(_handle()))
+    except Exception:  # no binding or no handle: treated as the oldest release
+        return 0
+
+
+def supports(routine: str, value_dtype, *index_dtypes, trans: str = "N", nnz: int = 0) -> bool:
+    """Whether cuSPARSE's ``routine`` takes these value and index dtypes and sparse op, with ``nnz`` stored entries.
+
+    ``nnz >= LARGE_NNZ`` needs int64 indices, and for SpMV / SpMM a cuSPARSE
+    of at least :data:`LARGE_NNZ_MIN_VERSION`.
+    """
     values, indices, ops = SUPPORT[routine]
     if not available():
         return False
@@ -112,9 +141,23 @@ def supports(routine: str, value_dtype, *index_dtypes, trans: str = "N") -> bool
         return False
     if len(set(index_dtypes)) > 1:
         return False
+    if not large_nnz_supported(routine, nnz, *index_dtypes):
+        return False
     if routine == "spgemm" and index_dtypes and index_dtypes[0] == _INT64:
         return _runtime_version() >= _SPGEMM_INT64_RUNTIME
     return all(d in indices for d in index_dtypes)
+
+
+def large_nnz_supported(routine: str, nnz: int, *index_dtypes, cusparse_version: "int | None" = None) -> bool:
+    """Whether ``nnz`` stored entries with these index dtypes may go to cuSPARSE's ``routine`` (no device query
+    below :data:`LARGE_NNZ`; ``cusparse_version`` overrides :func:`version`)."""
+    if int(nnz) < LARGE_NNZ:
+        return True
+    if any(np.dtype(d) != _INT64 for d in index_dtypes):  # int32 pointers cannot hold this nnz
+        return False
+    if routine in _LARGE_NNZ_ROUTINES:
+        return (version() if cusparse_version is None else int(cusparse_version)) >= LARGE_NNZ_MIN_VERSION
+    return True
 
 
 # --------------------------------------------------------------------------
