@@ -48,7 +48,6 @@ PROBE = textwrap.dedent("""
 
     event.register("numba:compile", Listener())
     import gpusparse as gs
-import gpusparse._warmup as warmup_module
 
     which = sys.argv[1]
     rng = np.random.default_rng(0)
