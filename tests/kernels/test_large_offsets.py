@@ -421,3 +421,32 @@ def test_spmv_past_2_31_entries_on_gpu():
     y2 = cupy.zeros((n_rows, 1), dtype=np.float32)
     _linalg._spmm_kernel(indptr, indices, data, (n_rows, n_cols), x.reshape(-1, 1), y2, 1, 0, "N")
     assert bool((y2 == expect).all())
+
+
+# --------------------------------------------------------------------------
+# the cuSPARSE gate past int32 (no device query)
+# --------------------------------------------------------------------------
+
+def _load_cusparse():
+    import importlib.util
+    import sys
+    name = "gpusparse._kernels.cuda._cusparse"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, ROOT / "gpusparse" / "_kernels" / "cuda" / "_cusparse.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("routine", ["spmv", "spmm"])
+def test_cusparse_gate_past_int32(routine):
+    cs = _load_cusparse()
+    i32, i64 = np.dtype(np.int32), np.dtype(np.int64)
+    big = cs.LARGE_NNZ
+    assert cs.large_nnz_supported(routine, big - 1, i32, i32, cusparse_version=11000)  # below: never queried
+    assert not cs.large_nnz_supported(routine, big, i32, i32, cusparse_version=99999)  # int32 cannot hold nnz
+    assert not cs.large_nnz_supported(routine, big, i64, i64, cusparse_version=cs.LARGE_NNZ_MIN_VERSION - 1)
+    assert cs.large_nnz_supported(routine, big, i64, i64, cusparse_version=cs.LARGE_NNZ_MIN_VERSION)
+    assert cs.large_nnz_supported("spgemm", big, i64, i64, cusparse_version=0)  # its own gate: CUDA 13
+    assert not cs.large_nnz_supported("spgemm", big, i32, i32, cusparse_version=99999)
