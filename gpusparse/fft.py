@@ -3,7 +3,7 @@
 A Fourier transform of a sparse array stores every element, so the
 transforms run the device library's FFT (``numpy.fft`` or ``cupy.fft``) on
 the densified array and return a sparse array with fill value 0 (see
-:mod:`gpusparse._dense_in_nature`). ``fftshift``/``ifftshift`` stay sparse:
+:mod:`gpusparse.ops.linalg.dense_in_nature`). ``fftshift``/``ifftshift`` stay sparse:
 they are rolls. ``fftfreq``/``rfftfreq`` build the frequencies on
 ``device``.
 
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusparse._dense_in_nature import dense_call
 from gpusparse._device import as_device, device_scope, xp_for
+from gpusparse.ops.linalg.dense_in_nature import dense_call
 
 __all__ = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft", "fftfreq",
            "rfftfreq", "fftshift", "ifftshift"]

@@ -985,7 +985,7 @@ def test_torch_sparse_operand_gives_a_sparse_result(rng):
 
 def test_scipy_csr_operand_is_not_copied():
     sps = pytest.importorskip("scipy.sparse")
-    from gpusparse.ops._linalg_operands import prepare
+    from gpusparse.ops.linalg.operands import prepare
     from gpusparse.ops.interop._common import pointer
     m = sps.csr_array(np.array([[0.0, 1.0], [2.0, 0.0]]))
     (_, y), _ = prepare((gs.eye(2, device="cpu"), m), ("a", "b"))

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 import gpusparse as gs
 from _helpers import REAL_DTYPES, assert_dense_equal, assert_sparse_equal, put
 from gpusparse.containers import SparseArray
-from gpusparse.ops import _linalg_numpy
+from gpusparse.ops.linalg import numpy_names as _linalg_numpy
 from gpusparse.ops._numpy_functions import FUNCTIONS, NUMPY_SAFE
 from strategies import coo_cases
 

@@ -1,6 +1,6 @@
 """Randomized low-rank SVD and PCA of a sparse operand, differentiable (torch's ``svd_lowrank`` / ``pca_lowrank``).
 
-The algorithm is the one of :mod:`gpusparse.linalg._lowrank` and torch
+The algorithm is the one of :mod:`gpusparse.ops.linalg.lowrank` and torch
 (Halko, Martinsson and Tropp 2009): a random range finder with ``niter``
 power iterations, orthonormalised by QR, then the SVD of the small
 projection. Written here with torch operations on the dense blocks and the

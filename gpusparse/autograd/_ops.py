@@ -45,8 +45,8 @@ def _sparse_dim(layout, index):
 def _spmm(layout: str, index: list[Tensor], values: Tensor, shape: list[int], b: Tensor,
           transpose: bool) -> Tensor:
     from gpusparse.ops import linalg
-    from gpusparse.ops._linalg_core import transpose_2d
-    from gpusparse.ops._linalg_operands import coo_to_csr
+    from gpusparse.ops.linalg.core import transpose_2d
+    from gpusparse.ops.linalg.operands import coo_to_csr
     a = container(layout, index, values, shape)
     if transpose:  # CSR.T is CSC: the product runs the transposed kernel, no copy
         a = transpose_2d(coo_to_csr(a) if layout == "coo" else a)
@@ -391,8 +391,8 @@ def _(la, ia, va, sa, lb, ib, vb, sb):
 def _spgemm_backward(out_indices: Tensor, grad: Tensor, la: str, ia: list[Tensor], va: Tensor, sa: list[int],
                      lb: str, ib: list[Tensor], vb: Tensor, sb: list[int]) -> tuple[Tensor, Tensor]:
     from gpusparse.ops import linalg
-    from gpusparse.ops._linalg_core import transpose_2d
-    from gpusparse.ops._linalg_operands import coo_to_csr
+    from gpusparse.ops.linalg.core import transpose_2d
+    from gpusparse.ops.linalg.operands import coo_to_csr
     g = container("coo", [out_indices], grad, [sa[0], sb[1]])
     a, b = (coo_to_csr(x) if x.format == "coo" else x
             for x in (container(la, ia, va, sa), container(lb, ib, vb, sb)))

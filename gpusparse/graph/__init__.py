@@ -25,7 +25,7 @@ import numpy as np
 
 from gpusparse._device import device_scope, to_host, xp_for
 from gpusparse.ops import convert
-from gpusparse.ops._linalg_core import transpose_2d
+from gpusparse.ops.linalg.core import transpose_2d
 from gpusparse.ops.semiring import apply, ewise_add, mxm, mxv, select
 from gpusparse.ops.semiring._operands import as_csr, need_sparse
 

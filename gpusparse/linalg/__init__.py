@@ -1,5 +1,8 @@
 """Linear algebra on sparse arrays, on the arrays' own device.
 
+The public face: re-exports only; the implementations are in
+:mod:`gpusparse.ops.linalg`.
+
 * :func:`aslinearoperator`: a SciPy (CPU) or CuPy (CUDA) ``LinearOperator``
   backed by gpusparse's SpMV / SpMM, so that the libraries' ``cg``,
   ``gmres``, ``minres``, ``eigsh``, ``svds`` and ``lobpcg`` run on gpusparse
@@ -17,15 +20,9 @@
   :func:`matrix_rank`, :func:`pinv`, :func:`qr`, :func:`slogdet`,
   :func:`solve`, :func:`svd`, :func:`svdvals`: the extension's
   decompositions and solvers, dense in nature: computed densely on the
-  array's device, results sparse (:mod:`gpusparse.linalg._dense`).
+  array's device, results sparse (:mod:`gpusparse.ops.linalg.dense_routines`).
 """
 
-from gpusparse.linalg._dense import (cholesky, cross, det, eig, eigh, eigvals, eigvalsh, inv, matrix_power,
-                                     matrix_rank, pinv, qr, slogdet, solve, svd, svdvals)
-from gpusparse.linalg._lobpcg import lobpcg
-from gpusparse.linalg._lowrank import get_approximate_basis, pca_lowrank, svd_lowrank
-from gpusparse.linalg._norm import norm
-from gpusparse.linalg._operator import aslinearoperator
 from gpusparse.ops._numpy_functions import _linalg_diagonal as diagonal
 from gpusparse.ops._numpy_functions import _linalg_outer as outer
 from gpusparse.ops._numpy_functions import _linalg_trace as trace
@@ -33,6 +30,13 @@ from gpusparse.ops._numpy_functions import _matrix_norm as matrix_norm
 from gpusparse.ops._numpy_functions import _vecdot as vecdot
 from gpusparse.ops._numpy_functions import _vector_norm as vector_norm
 from gpusparse.ops.linalg import matmul, tensordot
+from gpusparse.ops.linalg.dense_routines import (cholesky, cross, det, eig, eigh, eigvals, eigvalsh, inv,
+                                                 matrix_power, matrix_rank, pinv, qr, slogdet, solve, svd,
+                                                 svdvals)
+from gpusparse.ops.linalg.eigen import lobpcg
+from gpusparse.ops.linalg.linear_operator import aslinearoperator
+from gpusparse.ops.linalg.lowrank import get_approximate_basis, pca_lowrank, svd_lowrank
+from gpusparse.ops.linalg.norms import norm
 from gpusparse.ops.manipulation import matrix_transpose
 
 __all__ = [

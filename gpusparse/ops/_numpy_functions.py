@@ -6,7 +6,7 @@
   signatures agree, else through a thin adapter written with NumPy's
   signature (its parameter names, ``out=`` refused with ``TypeError``,
   ``mode=``/``order=`` mapped or refused);
-* else the products of :data:`gpusparse.ops._linalg_numpy.FUNCTIONS`
+* else the products of :data:`gpusparse.ops.linalg.numpy_names.FUNCTIONS`
   (``np.dot``, ``np.tensordot``, ...);
 * else, for the few functions in :data:`NUMPY_SAFE` whose NumPy
   implementation reads only ``shape``/``ndim``/``size``/``dtype``, NumPy's
@@ -780,7 +780,7 @@ def _known_type(t) -> bool:
 
 def array_function(func, types, args, kwargs):
     """``__array_function__``: gpusparse's ``func``, NumPy's own for the safe few, else ``TypeError``."""
-    from gpusparse.ops import _linalg_numpy
+    from gpusparse.ops.linalg import numpy_names as _linalg_numpy
     if not all(_known_type(t) for t in types):
         return NotImplemented
     impl = FUNCTIONS.get(func) or _linalg_numpy.FUNCTIONS.get(func)

@@ -6,7 +6,7 @@ lives in :mod:`gpusparse.ops._numpy_functions`.
 * ``np.sin(x)``, ``np.add(x, y, dtype=...)`` run :func:`elementwise.apply`
   (``__call__``); ``np.add.reduce(x, axis=0)`` runs :func:`reductions.reduce`
   (NumPy's default ``axis=0``). The products registered in
-  ``gpusparse.ops._linalg_numpy.UFUNCS`` (``np.matmul``) go there.
+  ``gpusparse.ops.linalg.numpy_names.UFUNCS`` (``np.matmul``) go there.
 * ``out=`` takes gpusparse arrays: ``np.add(x, 1, out=x)`` updates ``x``
   and returns it (see :mod:`gpusparse.ops.inplace` for NumPy's rules on
   shape and casting that apply). A dense ``out`` raises ``TypeError``:
@@ -30,7 +30,8 @@ __all__ = ["array_ufunc"]
 
 def array_ufunc(ufunc, method, inputs, kwargs):
     """``__array_ufunc__``: elementwise calls and reductions of any ufunc, with or without ``out=``."""
-    from gpusparse.ops import _linalg_numpy, elementwise, inplace, reductions
+    from gpusparse.ops import elementwise, inplace, reductions
+    from gpusparse.ops.linalg import numpy_names as _linalg_numpy
     if ufunc in _linalg_numpy.UFUNCS:
         return _linalg_numpy.array_ufunc(ufunc, method, inputs, kwargs)
     kwargs = dict(kwargs)

@@ -6,7 +6,7 @@ import numpy as np
 
 from gpusparse._device import device_scope, kernels_for, xp_for
 from gpusparse.ops import convert
-from gpusparse.ops._linalg_operands import is_sparse
+from gpusparse.ops.linalg.operands import is_sparse
 
 __all__ = ["as_csr", "column_csr", "dense_mask", "dense_operand", "mask_structure", "need_sparse", "vector_of"]
 

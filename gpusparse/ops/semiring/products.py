@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpusparse._device import device_scope, kernels_for, xp_for
-from gpusparse.ops._linalg_operands import is_sparse
+from gpusparse.ops.linalg.operands import is_sparse
 from gpusparse.ops.semiring._defs import parse, plan
 from gpusparse.ops.semiring._operands import (
     as_csr,

@@ -3,7 +3,7 @@
 The iteration is the library one (``scipy.sparse.linalg.lobpcg`` /
 ``cupyx.scipy.sparse.linalg.lobpcg``, Knyazev's method); every product
 with the sparse ``A`` (and ``B``) goes through
-:class:`~gpusparse.linalg._operator.SparseOperator`, so it stays on the
+:class:`~gpusparse.ops.linalg.linear_operator.SparseOperator`, so it stays on the
 array's device.
 """
 
@@ -20,7 +20,7 @@ def _as_operator(x, name, device):
     """A library LinearOperator (sparse input) or the array itself (dense input)."""
     if x is None:
         return None
-    from gpusparse.linalg._operator import _is_sparse, aslinearoperator
+    from gpusparse.ops.linalg.linear_operator import _is_sparse, aslinearoperator
     if _is_sparse(x):
         if x.device != device:
             raise ValueError(f"{name} is on {x.device} but A is on {device}; move one with .to(device)")
@@ -72,7 +72,7 @@ def lobpcg(A, k=None, B=None, X=None, n=None, iK=None, niter=None, tol=None, lar
     >>> np.round(E, 6).tolist()
     [20.0, 19.0]
     """
-    from gpusparse.linalg._operator import _is_sparse
+    from gpusparse.ops.linalg.linear_operator import _is_sparse
     shape = tuple(A.shape)
     if len(shape) != 2 or shape[0] != shape[1]:
         raise ValueError(f"lobpcg: A must be square, got shape {shape}")

@@ -27,7 +27,7 @@ class _Shifted:
     """``A - M`` applied to blocks, without forming it. ``M`` broadcasts to ``A``'s shape."""
 
     def __init__(self, A, M=None):
-        from gpusparse.linalg._operator import SparseOperator, _is_sparse
+        from gpusparse.ops.linalg.linear_operator import SparseOperator, _is_sparse
         self.sparse = _is_sparse(A)
         if self.sparse:
             self.op = SparseOperator(A)
@@ -212,7 +212,7 @@ def pca_lowrank(A, q=None, center=True, niter=2, *, seed=None):
     >>> np.round(np.abs(V[:, 0]), 6).tolist()
     [0.6, 0.0, 0.8]
     """
-    from gpusparse.linalg._operator import _is_sparse
+    from gpusparse.ops.linalg.linear_operator import _is_sparse
     shape = tuple(A.shape)
     if len(shape) != 2:
         raise ValueError(f"A must be 2-D, got shape {shape}")
@@ -221,7 +221,7 @@ def pca_lowrank(A, q=None, center=True, niter=2, *, seed=None):
     if not center:
         return svd_lowrank(A, q, niter, None, seed=seed)
     if _is_sparse(A):
-        from gpusparse.ops.linalg import matmul
+        from gpusparse.ops.linalg.products import matmul
         xp = xp_for(A.device)
         with device_scope(A.device):
             dtype = _float_dtype(A.dtype)

@@ -1,4 +1,4 @@
-"""Products: matmul, dot, tensordot, inner, outer, kron, the torch family and TF's sparse_dense_matmul.
+"""NumPy's and TF's products: matmul, dot, tensordot, inner, outer, kron and sparse_dense_matmul.
 
 Semantics are NumPy's on the dense arrays the operands stand for, for COO,
 CSR and CSC operands alike:
@@ -23,14 +23,15 @@ CSR and CSC operands alike:
   values (``0.0 * inf`` is ``nan``).
 
 torch's family (``mm``, ``mv``, ``bmm``, ``addmm``, ``sspaddmm``, ``hspmm``,
-``smm``, ``sampled_addmm``) lives in :mod:`gpusparse.ops._linalg_torch` and
-is re-exported here; the engines are in :mod:`gpusparse.ops._linalg_core`.
+``smm``, ``sampled_addmm``) lives in :mod:`gpusparse.ops.linalg.torch_names`;
+both are re-exported by :mod:`gpusparse.ops.linalg`. The engines are in
+:mod:`gpusparse.ops.linalg.core`.
 
 Dense operands may be NumPy or device arrays, any DLPack producer (torch,
 JAX) or nested lists; they must live on the sparse operand's device (lists
 are moved there). Operations run on that device. A dense result has the
 type of the first dense array operand (torch in, torch out; see
-:func:`gpusparse.ops._linalg_operands.returns_operand_kind`). Sparse
+:func:`gpusparse.ops.linalg.operands.returns_operand_kind`). Sparse
 operands of other libraries (SciPy, torch, CuPy, pydata, JAX) are converted
 without copies where the layouts allow, and the product is computed as for
 gpusparse arrays.
@@ -46,7 +47,7 @@ import numpy as np
 from gpusparse import _memory
 from gpusparse._device import device_scope, kernels_for, xp_for
 from gpusparse.ops import canonical, convert
-from gpusparse.ops._linalg_core import (
+from gpusparse.ops.linalg.core import (
     _matmul,
     _need_ndim,
     dense_sparse,
@@ -55,7 +56,7 @@ from gpusparse.ops._linalg_core import (
     spgemm_2d,
     transpose_2d,
 )
-from gpusparse.ops._linalg_operands import (
+from gpusparse.ops.linalg.operands import (
     all_sparse,
     as_coo,
     compute_dtype,
@@ -69,35 +70,15 @@ from gpusparse.ops._linalg_operands import (
     returns_operand_kind,
     settle_duplicates,
 )
-from gpusparse.ops._linalg_torch import (
-    MM_REDUCE_OPS,
-    addmm,
-    bmm,
-    hspmm,
-    mm,
-    mv,
-    sampled_addmm,
-    smm,
-    sspaddmm,
-)
 from gpusparse.ops._validate import check_shape
 
 __all__ = [
-    "MM_REDUCE_OPS",
-    "addmm",
-    "bmm",
     "dot",
-    "hspmm",
     "inner",
     "kron",
     "matmul",
-    "mm",
-    "mv",
     "outer",
-    "sampled_addmm",
-    "smm",
     "sparse_dense_matmul",
-    "sspaddmm",
     "tensordot",
 ]
 

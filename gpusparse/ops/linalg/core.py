@@ -3,7 +3,7 @@
 Every product reduces to one 2-D product handed to a primitive:
 
 * **2-D operands** go straight to ``spmv`` / ``spmm`` / ``spgemm`` through a
-  :class:`~gpusparse.ops._linalg_operands.CsrView` (CSC as the transpose of
+  :class:`~gpusparse.ops.linalg.operands.CsrView` (CSC as the transpose of
   its own arrays, so neither CSR nor CSC is ever converted for SpMV/SpMM).
   ``dense @ sparse`` is ``(sparse.T @ dense.T).T`` with the transposes taken
   as column-major views, which the primitives accept as they are.
@@ -33,7 +33,7 @@ from gpusparse import _memory
 from gpusparse._device import device_scope, kernels_for, to_host, xp_for
 from gpusparse._errors import warn_efficiency
 from gpusparse.ops import canonical, convert
-from gpusparse.ops._linalg_operands import (
+from gpusparse.ops.linalg.operands import (
     all_sparse,
     as_coo,
     compute_dtype,
@@ -62,7 +62,7 @@ __all__ = [
     "transpose_2d",
 ]
 # ``_matmul`` (matmul of prepared operands) and the ``_check_*`` / ``_need_*`` helpers
-# are shared by gpusparse.ops.linalg and gpusparse.ops._linalg_torch.
+# are shared by gpusparse.ops.linalg.products and gpusparse.ops.linalg.torch_names.
 
 
 # --------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 Each runs the device library's routine (``numpy.linalg`` or
 ``cupy.linalg``) on the densified operands and returns sparse arrays (fill
-value 0): see :mod:`gpusparse._dense_in_nature`. Named-tuple results carry
+value 0): see :mod:`gpusparse.ops.linalg.dense_in_nature`. Named-tuple results carry
 the standard's field names.
 """
 
@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gpusparse._dense_in_nature import dense_call
+from gpusparse.ops.linalg.dense_in_nature import dense_call
 
 __all__ = ["cholesky", "cross", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "matrix_power",
            "matrix_rank", "pinv", "qr", "slogdet", "solve", "svd", "svdvals"]

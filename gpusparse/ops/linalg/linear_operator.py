@@ -36,14 +36,14 @@ class SparseOperator:
     Examples
     --------
     >>> import numpy as np, gpusparse as gs
-    >>> from gpusparse.linalg._operator import SparseOperator
+    >>> from gpusparse.ops.linalg.linear_operator import SparseOperator
     >>> op = SparseOperator(gs.eye(3, k=1, device="cpu"))
     >>> op.matvec(np.array([1.0, 2.0, 3.0])), op.rmatvec(np.array([1.0, 2.0, 3.0]))
     (array([2., 3., 0.]), array([0., 1., 2.]))
     """
 
     def __init__(self, x):
-        from gpusparse.ops._linalg_operands import all_sparse, csr_view, require_zero_fill
+        from gpusparse.ops.linalg.operands import all_sparse, csr_view, require_zero_fill
         if not _is_sparse(x):
             raise TypeError(f"x must be a gpusparse sparse array, got {type(x).__name__}")
         if x.ndim != 2:
@@ -62,7 +62,7 @@ class SparseOperator:
         return xp_for(self.device)
 
     def _apply(self, view, v, n_out):
-        from gpusparse.ops._linalg_core import spmm_into
+        from gpusparse.ops.linalg.core import spmm_into
         xp = self.xp
         with device_scope(self.device):
             v = xp.asarray(v)

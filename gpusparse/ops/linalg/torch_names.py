@@ -1,8 +1,8 @@
 """torch's product family: mm (with reduce), mv, bmm, addmm, sspaddmm, hspmm, smm, sampled_addmm.
 
-Re-exported by :mod:`gpusparse.ops.linalg`, whose notes on semantics
-(zero fill values, uncoalesced operands, dtype promotion, only stored
-elements multiplied) apply here too.
+Re-exported by :mod:`gpusparse.ops.linalg`. The notes on semantics of
+:mod:`gpusparse.ops.linalg.products` (zero fill values, uncoalesced
+operands, dtype promotion, only stored elements multiplied) apply here too.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 
 from gpusparse._device import device_scope, kernels_for, xp_for
 from gpusparse.ops import canonical, convert
-from gpusparse.ops._linalg_core import (
+from gpusparse.ops.linalg.core import (
     _check_operands,
     _matmul,
     _matmul_shapes,
@@ -23,7 +23,7 @@ from gpusparse.ops._linalg_core import (
     finish_dense,
     spmm_into,
 )
-from gpusparse.ops._linalg_operands import (
+from gpusparse.ops.linalg.operands import (
     CsrView,
     all_sparse,
     as_coo,

@@ -31,7 +31,7 @@ def _real_dtype(dtype) -> np.dtype:
 def _abs_coo(x, rdtype, power=1):
     """Coalesced all-sparse COO of ``|x| ** power`` in ``rdtype``."""
     from gpusparse.ops import canonical, convert
-    from gpusparse.ops._linalg_operands import all_sparse, as_coo
+    from gpusparse.ops.linalg.operands import all_sparse, as_coo
     coo = canonical.coalesce(as_coo(all_sparse(x)))
     xp = xp_for(coo.device)
     with device_scope(coo.device):
@@ -44,7 +44,7 @@ def _abs_coo(x, rdtype, power=1):
 def _pattern_coo(x, rdtype):
     """Coalesced COO with 1 where ``x`` stores a non-zero value (after summing duplicates)."""
     from gpusparse.ops import canonical, convert
-    from gpusparse.ops._linalg_operands import all_sparse, as_coo
+    from gpusparse.ops.linalg.operands import all_sparse, as_coo
     coo = canonical.coalesce(as_coo(all_sparse(x)))
     with device_scope(coo.device):
         values = (coo.data != 0).astype(rdtype)
@@ -53,7 +53,7 @@ def _pattern_coo(x, rdtype):
 
 def _sum_along(x, axis):
     """Dense sums of all-sparse ``x`` along ``axis`` (a tensordot with ones)."""
-    from gpusparse.ops.linalg import tensordot
+    from gpusparse.ops.linalg.products import tensordot
     xp = xp_for(x.device)
     with device_scope(x.device):
         ones = xp.ones(x.shape[axis], dtype=x.dtype)
@@ -63,8 +63,9 @@ def _sum_along(x, axis):
 def _reduce_along(x, axis, op):
     """Dense max / min over the *stored* elements of ``x`` along ``axis`` (0 for slices storing nothing)."""
     from gpusparse._device import kernels_for
-    from gpusparse.ops._linalg_operands import coo_to_csr
-    from gpusparse.ops.linalg import _matrix_of, mm
+    from gpusparse.ops.linalg.operands import coo_to_csr
+    from gpusparse.ops.linalg.products import _matrix_of
+    from gpusparse.ops.linalg.torch_names import mm
     xp = xp_for(x.device)
     other = [d for d in range(x.ndim) if d != axis]
     with device_scope(x.device):
@@ -164,7 +165,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     >>> norm(x, axis=1).tolist(), norm(x, ord=0, axis=0).tolist()
     ([3.0, 4.123105625617661], [2.0, 1.0])
     """
-    from gpusparse.ops._linalg_operands import is_sparse, require_zero_fill
+    from gpusparse.ops.linalg.operands import is_sparse, require_zero_fill
     if not is_sparse(x):
         from gpusparse._components import to_array
         from gpusparse._device import array_device
