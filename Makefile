@@ -84,7 +84,9 @@ EMULATED_TESTS ?= tests/kernels tests/test_coo.py tests/test_compressed.py tests
 	tests/test_numpy_functions.py tests/test_comparison.py tests/test_einsum.py tests/test_inplace.py \
 	tests/test_options.py tests/test_selection.py tests/test_io_npz.py tests/test_io_matrix_market.py \
 	tests/test_io_binsparse.py tests/autograd tests/test_array_api.py tests/dask \
-	tests/test_semiring.py tests/test_graph.py
+	tests/test_semiring.py tests/test_graph.py tests/test_streams.py tests/test_trusted_structures.py \
+	tests/test_caching.py tests/test_memory_rule.py tests/test_interop.py tests/fuzz/test_fuzz_threads.py \
+	tests/fuzz/test_fuzz_index_dtypes.py
 
 emulation-test: $(call stamp,$(EXTRAS))
 	GPUSPARSE_CUDA_EMULATION=1 $(BIN)/python -m pytest -m gpu $(EMULATED_TESTS) $(PYTEST_ARGS)
