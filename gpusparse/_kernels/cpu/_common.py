@@ -52,6 +52,52 @@ def empty(shape, dtype) -> np.ndarray:
     return out
 
 
+def read_only(arr):
+    """``arr`` itself if it is read-only, else a read-only view of it (no copy).
+
+    Numba compiles a kernel separately for writable and read-only arrays
+    (user data, broadcasts and cached buffers are often read-only); passing
+    every operand a kernel only reads through this gives one specialisation
+    for both. ``None`` passes through.
+    """
+    if arr is None or not arr.flags.writeable:
+        return arr
+    view = arr.view()
+    view.flags.writeable = False
+    return view
+
+
+#: The unsigned integer of each item size: what kernels that only move values see.
+_WORDS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def as_words(arr) -> np.ndarray:
+    """``arr`` viewed as unsigned integers of its item size, for kernels that only move values.
+
+    Such kernels (gathers, scatters, copies of runs) then compile once per
+    item size instead of once per dtype: bool, int8 and uint8 share one
+    specialisation, float32 and int32 another, float64, int64, complex64
+    and complex128 (as pairs of words) a third, and the bits move unchanged (no float register touches a NaN's
+    payload). A 16-byte item (complex128) becomes two uint64 words along
+    the last axis, which doubles: ``(n, w)`` becomes ``(n, 2 * w)``; that
+    needs the last axis contiguous (or at most one long), which the kernels'
+    (n, w) C-contiguous operands are. No copy is made; a read-only array
+    gives a read-only view. Outputs are allocated in their own dtype and
+    written through such a view, so nothing needs viewing back.
+
+    >>> as_words(np.array([[1 + 2j]])).shape, as_words(np.array([True])).dtype
+    ((1, 2), dtype('uint8'))
+    """
+    word = _WORDS.get(arr.dtype.itemsize)
+    if word is not None:
+        return arr if arr.dtype == word else arr.view(word)
+    if arr.dtype.itemsize % 8 or arr.ndim == 0:
+        raise TypeError(f"no word view of {arr.dtype} arrays of {arr.ndim} dimensions")
+    if arr.shape[-1] == 0:  # older NumPy refuses to view a 0-long axis with another item size
+        return np.empty(arr.shape[:-1] + (0,), dtype=np.uint64)
+    return arr.view(np.uint64)
+
+
 def empty_like(a) -> np.ndarray:
     """:func:`empty` shaped and typed like ``a``."""
     return empty(a.shape, a.dtype)

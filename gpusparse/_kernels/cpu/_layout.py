@@ -15,7 +15,7 @@ import numpy as np
 from numba import prange
 
 from gpusparse._kernels._numba import jit, n_threads
-from gpusparse._kernels.cpu._common import PARALLEL_MIN, empty
+from gpusparse._kernels.cpu._common import PARALLEL_MIN, as_words, empty, read_only
 
 
 # --------------------------------------------------------------------------
@@ -42,7 +42,7 @@ def linearize(coords, shape):
     from gpusparse.ops.canonical import c_strides
     out = empty(coords.shape[1], dtype=np.int64)
     last = np.maximum(np.asarray(shape, dtype=np.int64) - 1, 0)
-    _linearize(coords, np.asarray(c_strides(shape), dtype=np.int64).reshape(-1), last.reshape(-1), out)
+    _linearize(read_only(coords), np.asarray(c_strides(shape), dtype=np.int64).reshape(-1), last.reshape(-1), out)
     return out
 
 
@@ -223,22 +223,12 @@ def _scatter_rows(keys, values, out):
                 out[r, c] = values[i, c]
 
 
-def _move_kind(arr):
-    # Numba has no arithmetic on bool/complex rows that we need here, but a
-    # byte-identical view keeps one compiled kernel per item size.
-    if arr.dtype == np.bool_:
-        return arr.view(np.uint8)
-    if arr.dtype.kind == "c":
-        return arr.view(np.float32 if arr.dtype == np.complex64 else np.float64)
-    return arr
-
-
 def scatter_dense(keys, values, out):
     """keys (n,) int64 unique, in [0, len(out)); values (n, w); out (size, w) C-contiguous.
 
     Keys outside ``[0, len(out))`` are dropped.
     """
-    _scatter_rows(keys, _move_kind(values), _move_kind(out))
+    _scatter_rows(read_only(keys), read_only(as_words(values)), as_words(out))
 
 
 @jit(parallel=True)
@@ -275,10 +265,11 @@ def gather(values, index, fill=None):
     if values.shape[0] == 0:
         out[...] = 0 if fill is None else fill
     elif fill is None:
-        _gather_rows(_move_kind(values), index, _move_kind(out))
+        _gather_rows(read_only(as_words(values)), read_only(index), as_words(out))
     else:
         row = np.full(values.shape[1], fill, dtype=values.dtype)
-        _gather_rows_or_fill(_move_kind(values), index, _move_kind(row), _move_kind(out))
+        _gather_rows_or_fill(read_only(as_words(values)), read_only(index), read_only(as_words(row)),
+                             as_words(out))
     return out
 
 
@@ -295,17 +286,19 @@ def _take_columns(values, index, out):
 def take_columns(values, index):
     """values (g, m); index (n,) int64 in [0, m); not validated.
 
-    Indices out of range are clipped.
+    Indices out of range are clipped. Values move as words of their item
+    size (:func:`~gpusparse._kernels.cpu._common.as_words`).
 
     One parallel pass (``numpy.take(values, index, axis=1)`` runs on one
     thread, element by element along the rows).
     """
-    if values.dtype.kind == "c":  # a complex column is two words wide: move the parts
-        parts = [take_columns(np.ascontiguousarray(part), index) for part in (values.real, values.imag)]
-        return (parts[0] + 1j * parts[1]).astype(values.dtype)
     out = empty((values.shape[0], index.size), dtype=values.dtype)
     if values.shape[1] == 0:
         out[...] = 0
         return out
-    _take_columns(_move_kind(values), index, _move_kind(out))
+    if values.dtype.itemsize > 8:  # two words per item: take both words of each column
+        last = values.shape[1] - 1
+        pairs = np.clip(index, 0, last) * 2
+        index = np.stack([pairs, pairs + 1], axis=1).reshape(-1)
+    _take_columns(read_only(as_words(values)), read_only(index), as_words(out))
     return out

@@ -71,9 +71,9 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from gpusparse._kernels._numba import jit, n_threads
-from gpusparse._kernels.cpu._common import PARALLEL_MIN, empty, row_range
+from gpusparse._kernels.cpu._common import PARALLEL_MIN, empty, read_only, row_range
 
-__all__ = ["row_bounds", "sddmm", "spgemm", "spmm", "spmm_reduce", "spmv"]
+__all__ = ["row_bounds", "run_chunks", "sddmm", "spgemm", "spmm", "spmm_reduce", "spmv"]
 
 #: ``spmm_reduce`` op codes (the order of ``gpusparse._kernels.SPMM_REDUCE_OPS``).
 _REDUCE_CODES = {"sum": 0, "mean": 1, "max": 2, "min": 3}
@@ -283,6 +283,21 @@ def _run(kernel, bounds, *args):
             f.result()
 
 
+def run_chunks(kernel, n_chunks, *args):
+    """``kernel(*args, c, c + 1)`` for every chunk ``c`` of ``n_chunks``, on the threads of :func:`_run`.
+
+    For serial kernels over a range of chunks ``[c_lo, c_hi)``: a
+    ``prange`` over the chunks would compile a second, parallel kernel per
+    dtype around the serial one (seconds each, the slowest compilations of
+    the reductions), and the chunks are as large as the threads are few.
+    """
+    _run(_chunk_call, np.arange(n_chunks + 1, dtype=np.int64), kernel, args)
+
+
+def _chunk_call(kernel, args, part, lo, hi):
+    kernel(*args, lo, hi)
+
+
 def _scalar(value, dtype):
     return np.asarray(value).astype(dtype)[()]
 
@@ -346,7 +361,7 @@ def _scatter_transposed(kernel, indptr, indices, data, src, out_flat, alpha, bet
     dtype = data.dtype
     bounds = row_bounds(indptr, work, per_thread=1)  # one private copy per range
     partial = np.zeros((bounds.size - 1, n_out), dtype=dtype)
-    _run(kernel, bounds, indptr, indices, data, src, partial)
+    _run(kernel, bounds, indptr, indices, read_only(data), read_only(src), partial)
     _run(_add_partials, even_bounds(n_out, partial.size), partial, out_flat, alpha, beta, dtype.type(0))
 
 
@@ -360,6 +375,7 @@ def spmv(indptr, indices, data, shape, x, y, alpha=1, beta=0, trans="N"):
     dtype = data.dtype
     zero, alpha, beta = dtype.type(0), _scalar(alpha, dtype), _scalar(beta, dtype)
     indptr = _structure(indptr, indices, x.shape[0] if trans == "N" else y.shape[0])
+    indptr, indices, data, x = read_only(indptr), read_only(indices), read_only(data), read_only(x)
     if trans == "N":
         _run(_spmv, row_bounds(indptr), indptr, indices, data, x, y, alpha, beta, zero)
         return
@@ -489,6 +505,7 @@ def spmm(indptr, indices, data, shape, b, out, alpha=1, beta=0, trans="N"):
     n = b.shape[1]
     indptr = _structure(indptr, indices, b.shape[0] if trans == "N" else target.shape[0])
     work = (int(indptr[-1]) + indptr.size) * max(n, 1)
+    indptr, indices, data, b = read_only(indptr), read_only(indices), read_only(data), read_only(b)
     if n == 1 and target.shape[1] == 1:
         spmv(indptr, indices, data, shape, b.reshape(-1), target.reshape(-1), alpha, beta, trans)
     elif trans == "N":
@@ -567,7 +584,8 @@ def spmm_reduce(indptr, indices, data, shape, b, op):
     """
     dtype = data.dtype
     out = empty((shape[0], b.shape[1]), dtype=dtype)
-    indptr = _structure(indptr, indices, b.shape[0])
+    indptr = read_only(_structure(indptr, indices, b.shape[0]))
+    indices, data, b = read_only(indices), read_only(data), read_only(b)
     bounds = row_bounds(indptr, (int(indptr[-1]) + indptr.size) * max(b.shape[1], 1))
     _run(_spmm_reduce, bounds, indptr, indices, data, b, out, _REDUCE_CODES[op],
          _reduce_identity(op, dtype), dtype.type(0))
@@ -617,7 +635,8 @@ def _sort_columns(idx, lo, hi, tmp, counts, key_bits):
     swapped = False
     shift = 0
     while shift < key_bits:
-        counts[:] = 0
+        for d in range(256):  # loops, not slice assignments: faster to compile
+            counts[d] = 0
         for i in range(n):
             counts[(src[i] >> shift) & 255] += 1
         total = 0
@@ -633,7 +652,8 @@ def _sort_columns(idx, lo, hi, tmp, counts, key_bits):
         swapped = not swapped
         shift += 8
     if swapped:
-        idx[lo:hi] = src
+        for i in range(n):
+            idx[lo + i] = src[i]
 
 
 @jit()
@@ -684,7 +704,9 @@ def spgemm(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape):
     sizes allow, else int64. Sizes its output from a counting pass.
     """
     m, _, n = (int(s) for s in shape)
-    a_indptr = _structure(a_indptr, a_indices, min(b_indptr.shape[0] - 1, n))
+    a_indptr = read_only(_structure(a_indptr, a_indices, min(b_indptr.shape[0] - 1, n)))
+    a_indices, a_data = read_only(a_indices), read_only(a_data)
+    b_indptr, b_indices, b_data = read_only(b_indptr), read_only(b_indices), read_only(b_data)
     counts = np.zeros(m + 1, dtype=np.int64)
     work = int(a_indptr[-1]) + int(b_indptr[-1]) + m
     bounds = row_bounds(a_indptr, work)
@@ -732,7 +754,8 @@ def sddmm(indptr, indices, a, bt, alpha=1):
     """
     dtype = a.dtype
     nnz = indices.shape[0]
-    indptr = _structure(indptr, indices, bt.shape[0])
+    indptr = read_only(_structure(indptr, indices, bt.shape[0]))
+    indices, a, bt = read_only(indices), read_only(a), read_only(bt)
     # positions no row covers (a malformed indptr) read 0
     out = empty(nnz, dtype=dtype) if indptr[0] == 0 and indptr[-1] == nnz else np.zeros(nnz, dtype)
     bounds = row_bounds(indptr, (indices.shape[0] + indptr.size) * max(a.shape[1], 1))

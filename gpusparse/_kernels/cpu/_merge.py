@@ -22,7 +22,7 @@ import numpy as np
 from numba import prange
 
 from gpusparse._kernels._numba import jit, n_threads
-from gpusparse._kernels.cpu._common import PARALLEL_MIN, SPARE_STRIDE, empty, row_range
+from gpusparse._kernels.cpu._common import PARALLEL_MIN, SPARE_STRIDE, as_words, empty, read_only, row_range
 from gpusparse._kernels.cpu._layout import offsets
 
 _HOW = {"union": 0, "intersection": 1}
@@ -75,7 +75,7 @@ def _union_step(a, b, i, j, n, keys, ia, ib):
 @jit()
 def _count_matches(a, b, i, i_end, j, j_end):
     # Equal pairs in a[i:i_end], b[j:j_end].
-    m = 0
+    m = np.int64(0)  # not the literal 0: _count_lanes passes an int64 to _count_step
     while i < i_end and j < j_end:
         i, j, m = _count_step(a, b, i, j, m)
     return m
@@ -193,13 +193,15 @@ def _write_lanes(a, b, how, bounds, starts, keys, ia, ib, g):
 @jit(parallel=True)
 def _merge_counts(a, b, how, bounds, counts):
     for g in prange(counts.size // LANES):
-        _count_lanes(a, b, how, bounds, g, counts)
+        # prange counts in uint64; an int64 group number shares the serial
+        # path's compiled _count_lanes instead of compiling a second one.
+        _count_lanes(a, b, how, bounds, np.int64(g), counts)
 
 
 @jit(parallel=True)
 def _merge_write(a, b, how, bounds, starts, keys, ia, ib):
     for g in prange((starts.size - 1) // LANES):
-        _write_lanes(a, b, how, bounds, starts, keys, ia, ib, g)
+        _write_lanes(a, b, how, bounds, starts, keys, ia, ib, np.int64(g))  # as in _merge_counts
 
 
 @jit()
@@ -395,19 +397,27 @@ def _merge_values_chunks(a_ptr, a_idx, a_val, b_ptr, b_idx, b_val, how, op, boun
 
 
 @jit(parallel=True)
-def _place_chunks(bounds, cap_start, out_start, tmp_idx, tmp_val, indptr, indices, values, move):
+def _place_chunks(bounds, cap_start, out_start, tmp_idx, tmp_val, k, indptr, indices, values, move):
     # Chunk c's outputs move from tmp[cap_start[c]:] to [out_start[c], out_start[c + 1])
-    # (``move``), and its rows' ends become absolute.
+    # (``move``), and its rows' ends become absolute. Indices and values
+    # move as words (_common.as_words: one compilation per item size),
+    # ``k`` words per value. Explicit loops: Numba's slice assignments
+    # cost seconds of compilation.
     for c in prange(bounds.size - 1):
         shift = out_start[c]
         for r in range(bounds[c], bounds[c + 1]):
             indptr[r + 1] += shift
         if not move:
             continue
-        src = cap_start[c]
-        n = out_start[c + 1] - shift
-        indices[shift:shift + n] = tmp_idx[src:src + n]
-        values[shift:shift + n] = tmp_val[src:src + n]
+        # unsigned positions: no negative-index checks, so the copies vectorise
+        src = np.uint64(cap_start[c])
+        dst = np.uint64(shift)
+        n = np.uint64(out_start[c + 1] - shift)
+        for t in range(n):
+            indices[dst + t] = tmp_idx[src + t]
+        words = np.uint64(k)
+        for t in range(n * words):
+            values[dst * words + t] = tmp_val[src * words + t]
 
 
 def merge_rows_values(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, op):
@@ -443,9 +453,11 @@ def merge_rows_values(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, 
     out_start = np.cumsum(produced)
     n_out = int(out_start[-1])
     if n_out == tmp_idx.size:  # nothing to close up: every chunk is where it belongs
-        _place_chunks(bounds, cap_start, out_start, tmp_idx, tmp_val, indptr, tmp_idx, tmp_val, False)
-        return indptr, tmp_idx, tmp_val
-    indices = empty(n_out, dtype=index_dtype)
-    values = empty(n_out, dtype=a_data.dtype)
-    _place_chunks(bounds, cap_start, out_start, tmp_idx, tmp_val, indptr, indices, values, True)
+        indices, values = tmp_idx, tmp_val
+    else:
+        indices = empty(n_out, dtype=index_dtype)
+        values = empty(n_out, dtype=a_data.dtype)
+    _place_chunks(bounds, cap_start, out_start, read_only(as_words(tmp_idx)), read_only(as_words(tmp_val)),
+                  np.int64(max(1, tmp_val.dtype.itemsize // 8)), indptr, as_words(indices), as_words(values),
+                  indices is not tmp_idx)
     return indptr, indices, values

@@ -6,17 +6,19 @@ matrix with many more entries than columns): no sort, one pass over the
 entries. Each thread reduces its contiguous share of the entries into a
 private dense output, in entry order; the private outputs are then folded
 in thread order, so the association is fixed by the number of threads and
-the result does not depend on timing.
+the result does not depend on timing. The chunks and the fold are serial
+kernels run on a few Python threads (``_linalg._run``): a ``prange`` around
+them compiled a parallel kernel per dtype, about 2.5 s each.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
 from gpusparse._kernels._numba import jit, n_threads
 
-from gpusparse._kernels.cpu._common import PARALLEL_MIN, empty
+from gpusparse._kernels.cpu._common import PARALLEL_MIN, empty, read_only
+from gpusparse._kernels.cpu._linalg import _run, even_bounds, run_chunks
 from gpusparse._kernels.cpu._segment import _OP_CODES, _better, _combine, _identity, _kernel_view
 
 _REDUCE_BY_KEY_OPS = ("sum", "prod", "min", "max", "any", "all")
@@ -48,12 +50,12 @@ def _scatter_range(keys, values, op, lo, hi, out, counts, with_counts):
         elif op == 2:
             for i in range(lo, hi):
                 j = _key(keys, i, last)
-                if _better(2, values[i, 0], out[j, 0]):
+                if _better(np.int64(2), values[i, 0], out[j, 0]):  # not a literal: shares _better(int64, ...)
                     out[j, 0] = values[i, 0]
         else:
             for i in range(lo, hi):
                 j = _key(keys, i, last)
-                if _better(3, values[i, 0], out[j, 0]):
+                if _better(np.int64(3), values[i, 0], out[j, 0]):
                     out[j, 0] = values[i, 0]
         return
     for i in range(lo, hi):
@@ -67,20 +69,20 @@ def _scatter_range(keys, values, op, lo, hi, out, counts, with_counts):
                 out[j, f] = values[i, f]
 
 
-@jit(parallel=True)
-def _scatter_chunks(keys, values, op, private, private_counts, with_counts):
+def _scatter_chunk(keys, values, op, private, private_counts, with_counts, c_lo, c_hi):
+    # Chunk c of the entries into private[c] (run_chunks hands out the chunks).
     n = keys.size
-    n_chunks = private.shape[0]
-    per = (n + n_chunks - 1) // n_chunks
-    for c in prange(n_chunks):
+    per = (n + private.shape[0] - 1) // private.shape[0]
+    for c in range(c_lo, c_hi):
         lo = min(c * per, n)
         _scatter_range(keys, values, op, lo, min(lo + per, n), private[c], private_counts[c], with_counts)
 
 
-@jit(parallel=True)
-def _combine_chunks(op, private, private_counts, out, counts, with_counts):
-    n_chunks, n_out, width = private.shape
-    for j in prange(n_out):
+@jit()
+def _combine_rows(op, private, private_counts, out, counts, with_counts, part, lo, hi):
+    # out[j] = the private outputs of row j folded in chunk order, for j in [lo, hi).
+    n_chunks, _, width = private.shape
+    for j in range(lo, hi):
         total = 0
         for c in range(n_chunks):
             if with_counts:
@@ -106,12 +108,10 @@ def _logic_range(keys, values, is_all, lo, hi, out, counts, with_counts):
                 out[j, f] = out[j, f] or values[i, f] != 0
 
 
-@jit(parallel=True)
-def _logic_chunks(keys, values, is_all, private, private_counts, with_counts):
+def _logic_chunk(keys, values, is_all, private, private_counts, with_counts, c_lo, c_hi):
     n = keys.size
-    n_chunks = private.shape[0]
-    per = (n + n_chunks - 1) // n_chunks
-    for c in prange(n_chunks):
+    per = (n + private.shape[0] - 1) // private.shape[0]
+    for c in range(c_lo, c_hi):
         lo = min(c * per, n)
         _logic_range(keys, values, is_all, lo, min(lo + per, n), private[c], private_counts[c], with_counts)
 
@@ -129,6 +129,7 @@ def reduce_by_key(keys, values, n_out, op, with_counts=True):
         keys, values = keys[:0], values[:0]
         n = 0
     logic = op in ("any", "all")
+    keys, values = read_only(keys), read_only(values)  # one specialisation for writable and read-only operands
     if values.dtype == np.bool_ and not logic:  # sum/max = or, prod/min = and
         return reduce_by_key(keys, values, n_out, "any" if op in ("sum", "max") else "all", with_counts)
     out_dtype = np.dtype(np.bool_) if logic else values.dtype
@@ -149,15 +150,16 @@ def reduce_by_key(keys, values, n_out, op, with_counts=True):
         out, counts = private[0], private_counts[0]
     else:
         if logic:
-            _logic_chunks(keys, vals, op == "all", private, private_counts, with_counts)
+            run_chunks(_logic_chunk, n_chunks, keys, vals, op == "all", private, private_counts, with_counts)
         else:
-            _scatter_chunks(keys, vals, _OP_CODES[op], private, private_counts, with_counts)
+            run_chunks(_scatter_chunk, n_chunks, keys, vals, _OP_CODES[op], private, private_counts, with_counts)
         out = empty((n_out, width), dtype=private.dtype)
         counts = empty(n_out if with_counts else 0, dtype=np.int64)
         code = _OP_CODES["max" if op == "any" else "min"] if logic else _OP_CODES[op]
+        bounds = even_bounds(n_out, private.size)
         if logic:  # fold bools as uint8 with max (or) / min (and)
-            _combine_chunks(code, private.view(np.uint8), private_counts, out.view(np.uint8), counts,
-                            with_counts)
+            _run(_combine_rows, bounds, code, private.view(np.uint8), private_counts, out.view(np.uint8), counts,
+                 with_counts)
         else:
-            _combine_chunks(code, private, private_counts, out, counts, with_counts)
+            _run(_combine_rows, bounds, code, private, private_counts, out, counts, with_counts)
     return out.astype(out_dtype, copy=False), (counts if with_counts else None)

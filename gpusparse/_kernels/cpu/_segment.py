@@ -7,7 +7,8 @@ from numba import prange, types
 from numba.extending import overload
 
 from gpusparse._kernels._numba import jit, n_threads
-from gpusparse._kernels.cpu._common import PARALLEL_MIN, SPARE_STRIDE, empty
+from gpusparse._kernels.cpu._common import PARALLEL_MIN, SPARE_STRIDE, empty, read_only
+from gpusparse._kernels.cpu._linalg import run_chunks
 
 
 # --------------------------------------------------------------------------
@@ -176,7 +177,9 @@ def run_starts(keys):
 # chunks and the last one may go on in later chunks; those partial values
 # ("head" and "tail") are folded in chunk order by a short serial fix-up, so
 # the association is fixed by the number of chunks and results do not
-# depend on timing.
+# depend on timing. The chunks are serial kernels handed to a few Python
+# threads (run_chunks; the kernels release the GIL), not a prange: a
+# parallel kernel around them took 5 s more to compile per dtype.
 
 _OP_CODES = {"sum": 0, "prod": 1, "min": 2, "max": 3, "any": 4, "all": 5, "argmin": 6, "argmax": 7}
 
@@ -416,7 +419,8 @@ def _reduce_range(values, starts, op, perm, use_perm, identity, out, n_chunks,
         i1, k1 = _path_search(starts, n_segments, n_positions, d1)
         first = -1
         tail_seg[c] = n_segments
-        tail_val[c, :] = identity
+        for f in range(width):  # loops, not slice assignments: faster to compile
+            tail_val[c, f] = identity
         last = min(i1, n_segments - 1)
         if width == 1:
             if i0 <= last:  # the first segment may have begun in an earlier chunk
@@ -436,7 +440,8 @@ def _reduce_range(values, starts, op, perm, use_perm, identity, out, n_chunks,
             acc = np.empty(width, dtype=out.dtype)
             reached = k0
             for s in range(i0, last + 1):
-                acc[:] = identity
+                for f in range(width):
+                    acc[f] = identity
                 lo, reached = _span(starts, s, reached, k1)
                 _fold_rows(op, values, perm, use_perm, lo, reached, acc)
                 if s < i1:
@@ -449,17 +454,6 @@ def _reduce_range(values, starts, op, perm, use_perm, identity, out, n_chunks,
                     tail_seg[c] = s
                     _copy_row(tail_val[c], acc)
         head_seg[c] = first
-
-
-@jit(parallel=True)
-def _reduce_chunks(values, starts, op, perm, use_perm, identity, out, n_chunks,
-                   head_seg, head_val, tail_seg, tail_val):
-    for c in prange(n_chunks):
-        # prange counts in uint64; an int64 chunk number shares the serial
-        # path's compiled _reduce_range instead of compiling a second one.
-        c0 = np.int64(c)
-        _reduce_range(values, starts, op, perm, use_perm, identity, out, n_chunks,
-                      head_seg, head_val, tail_seg, tail_val, c0, c0 + 1)
 
 
 @jit()
@@ -501,7 +495,8 @@ def _logic_range(values, starts, is_all, perm, use_perm, out, n_chunks,
         d1 = min(d0 + per, n_items)
         i, k = _path_search(starts, n_segments, n_positions, d0)
         acc = np.empty(width, dtype=np.bool_)
-        acc[:] = is_all
+        for f in range(width):  # loops, not slice assignments: faster to compile
+            acc[f] = is_all
         first = -1
         for _ in range(d0, d1):
             if i < n_segments and k >= starts[i + 1]:
@@ -510,7 +505,8 @@ def _logic_range(values, starts, is_all, perm, use_perm, out, n_chunks,
                     _copy_row(head_val[c], acc)
                 else:
                     _copy_row(out[i], acc)
-                acc[:] = is_all
+                for f in range(width):
+                    acc[f] = is_all
                 i += 1
             else:
                 row = perm[min(k, k_last)] if use_perm else min(k, k_last)
@@ -523,15 +519,6 @@ def _logic_range(values, starts, is_all, perm, use_perm, out, n_chunks,
         head_seg[c] = first
         tail_seg[c] = i
         _copy_row(tail_val[c], acc)
-
-
-@jit(parallel=True)
-def _logic_chunks(values, starts, is_all, perm, use_perm, out, n_chunks,
-                  head_seg, head_val, tail_seg, tail_val):
-    for c in prange(n_chunks):
-        c0 = np.int64(c)  # as in _reduce_chunks
-        _logic_range(values, starts, is_all, perm, use_perm, out, n_chunks,
-                     head_seg, head_val, tail_seg, tail_val, c0, c0 + 1)
 
 
 @jit()
@@ -584,7 +571,8 @@ def _arg_range(values, starts, op, perm, use_perm, out, n_chunks,
                     _copy_row(head_idx[c], idx)
                 else:
                     _copy_row(out[i], idx)
-                idx[:] = -1
+                for f in range(width):  # loops, not slice assignments: faster to compile
+                    idx[f] = -1
                 i += 1
             else:
                 row = perm[min(k, k_last)] if use_perm else min(k, k_last)
@@ -598,15 +586,6 @@ def _arg_range(values, starts, op, perm, use_perm, out, n_chunks,
         tail_seg[c] = i
         _copy_row(tail_val[c], acc)
         _copy_row(tail_idx[c], idx)
-
-
-@jit(parallel=True)
-def _arg_chunks(values, starts, op, perm, use_perm, out, n_chunks,
-                head_seg, head_val, head_idx, tail_seg, tail_val, tail_idx):
-    for c in prange(n_chunks):
-        c0 = np.int64(c)  # as in _reduce_chunks
-        _arg_range(values, starts, op, perm, use_perm, out, n_chunks,
-                   head_seg, head_val, head_idx, tail_seg, tail_val, tail_idx, c0, c0 + 1)
 
 
 @jit()
@@ -693,8 +672,9 @@ def segment_reduce(values, starts, op, perm=None):
     n_segments = starts.size - 1
     width = values.shape[1]
     use_perm = perm is not None
-    perm_arg = perm if use_perm else empty(0, np.int64)
-    starts = _bounded_starts(starts, perm.size if use_perm else values.shape[0])
+    values = read_only(values)  # one specialisation for writable and read-only values
+    perm_arg = read_only(perm if use_perm else empty(0, np.int64))
+    starts = read_only(_bounded_starts(starts, perm.size if use_perm else values.shape[0]))
     n_items = n_segments + (int(starts[-1] - starts[0]) if n_segments > 0 else 0)
     n_chunks = max(1, min(n_threads(), n_items // (PARALLEL_MIN // 4))) if n_items >= PARALLEL_MIN else 1
     head_seg = empty(n_chunks, np.int64)
@@ -706,10 +686,7 @@ def segment_reduce(values, starts, op, perm=None):
         is_all = op == "all"
         head, tail = empty((n_chunks, width), np.bool_), empty((n_chunks, width), np.bool_)
         args = (values, starts, is_all, perm_arg, use_perm, out, n_chunks, head_seg, head, tail_seg, tail)
-        if n_chunks == 1:  # no thread start-up for small inputs
-            _logic_range(*args, 0, 1)
-        else:
-            _logic_chunks(*args)
+        run_chunks(_logic_range, n_chunks, *args)
         _fix_logic(is_all, out, head_seg, head, tail_seg, tail)
         return out
     if op in ("argmin", "argmax"):
@@ -721,10 +698,7 @@ def segment_reduce(values, starts, op, perm=None):
         head_idx, tail_idx = empty((n_chunks, width), np.int64), empty((n_chunks, width), np.int64)
         args = (vals, starts, code, perm_arg, use_perm, out, n_chunks,
                 head_seg, head, head_idx, tail_seg, tail, tail_idx)
-        if n_chunks == 1:  # no thread start-up for small inputs
-            _arg_range(*args, 0, 1)
-        else:
-            _arg_chunks(*args)
+        run_chunks(_arg_range, n_chunks, *args)
         _fix_arg(code, out, head_seg, head, head_idx, tail_seg, tail, tail_idx)
         return out
     out = empty((n_segments, width), dtype=values.dtype)
@@ -736,9 +710,6 @@ def segment_reduce(values, starts, op, perm=None):
     identity = _identity(op, values.dtype)
     head, tail = empty((n_chunks, width), values.dtype), empty((n_chunks, width), values.dtype)
     args = (values, starts, code, perm_arg, use_perm, identity, out, n_chunks, head_seg, head, tail_seg, tail)
-    if n_chunks == 1:  # no thread start-up for small inputs
-        _reduce_range(*args, 0, 1)
-    else:
-        _reduce_chunks(*args)
+    run_chunks(_reduce_range, n_chunks, *args)
     _fix_chunks(code, out, head_seg, head, tail_seg, tail)
     return out

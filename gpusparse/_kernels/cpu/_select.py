@@ -6,7 +6,7 @@ import numpy as np
 from numba import prange, uint64
 
 from gpusparse._kernels._numba import jit, n_threads
-from gpusparse._kernels.cpu._common import PARALLEL_MIN, empty
+from gpusparse._kernels.cpu._common import PARALLEL_MIN, as_words, empty, read_only
 
 # Indices are cast to uint64 inside the loops: Numba then skips the
 # negative-index wraparound on every access, which lets the copies vectorise
@@ -38,10 +38,11 @@ def _window(src, dst, length, n_src, n_dst):
 
 
 @jit()
-def _rows(flat, width):
-    # Rows of a flat array of rows of ``width`` words; a zero-width array
-    # (an entry without dense elements) limits nothing.
-    return flat.size // width if width > 0 else 2**62
+def _rows(size, width):
+    # Rows of a flat array of ``size`` words in rows of ``width`` words; a
+    # zero-width array (an entry without dense elements) limits nothing.
+    # (Sizes, not arrays: one compilation whatever the arrays' types.)
+    return size // width if width > 0 else 2**62
 
 
 @jit()
@@ -80,8 +81,8 @@ def _copy_segments_pair(values, values2, src_starts, dst_starts, lengths, width,
     # Two arrays moved by the same runs in one pass: the cache misses of a
     # run's first rows in both arrays overlap instead of adding up.
     w, w2 = uint64(width), uint64(width2)
-    n_src = min(_rows(values, width), _rows(values2, width2))
-    n_dst = min(_rows(out, width), _rows(out2, width2))
+    n_src = min(_rows(values.size, width), _rows(values2.size, width2))
+    n_dst = min(_rows(out.size, width), _rows(out2.size, width2))
     for s in prange(lengths.size):
         j0, j1, inside = _window(src_starts[s], dst_starts[s], lengths[s], n_src, n_dst)
         if not inside:
@@ -104,8 +105,8 @@ def _copy_pair_unit(values, values2, src_starts, dst_starts, lengths, out, out2)
     for s in prange(lengths.size):
         j0, j1, inside = _window(src_starts[s], dst_starts[s], lengths[s], n_src, n_dst)
         if not inside:
-            _copy_clipped(values, out, src_starts[s], dst_starts[s], j0, j1, 1, n_src)
-            _copy_clipped(values2, out2, src_starts[s], dst_starts[s], j0, j1, 1, n_src)
+            _copy_clipped(values, out, src_starts[s], dst_starts[s], j0, j1, np.int64(1), n_src)
+            _copy_clipped(values2, out2, src_starts[s], dst_starts[s], j0, j1, np.int64(1), n_src)
             continue
         src = uint64(src_starts[s] + j0)
         dst = uint64(dst_starts[s] + j0)
@@ -114,16 +115,6 @@ def _copy_pair_unit(values, values2, src_starts, dst_starts, lengths, out, out2)
             out[dst + e] = values[src + e]
         for e in range(n):
             out2[dst + e] = values2[src + e]
-
-
-def _words(arr):
-    # Only bytes move: one compiled kernel per item size (bool as uint8,
-    # complex as twice as many real words).
-    if arr.dtype == np.bool_:
-        return arr.view(np.uint8)
-    if arr.dtype.kind == "c":
-        return arr.view(np.float32 if arr.dtype == np.complex64 else np.float64)
-    return arr
 
 
 def copy_segments(values, src_starts, dst_starts, lengths, out, values2=None, out2=None):
@@ -138,14 +129,15 @@ def copy_segments(values, src_starts, dst_starts, lengths, out, values2=None, ou
     """
     if lengths.size == 0:
         return None
-    flat_in, flat_out = _words(values), _words(out)
+    src_starts, dst_starts, lengths = read_only(src_starts), read_only(dst_starts), read_only(lengths)
+    flat_in, flat_out = read_only(as_words(values)), as_words(out)
     width = flat_in.shape[1]
     if values2 is None:
         if width:
             _copy_segments(flat_in.reshape(-1), src_starts, dst_starts, lengths, np.int64(width),
                            flat_out.reshape(-1))
         return None
-    flat_in2, flat_out2 = _words(values2), _words(out2)
+    flat_in2, flat_out2 = read_only(as_words(values2)), as_words(out2)
     if width == 1 and flat_in2.shape[1] == 1:
         _copy_pair_unit(flat_in.reshape(-1), flat_in2.reshape(-1), src_starts, dst_starts, lengths,
                         flat_out.reshape(-1), flat_out2.reshape(-1))

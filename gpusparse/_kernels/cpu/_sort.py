@@ -7,7 +7,7 @@ from numba import prange
 
 from gpusparse._kernels._numba import jit, n_threads
 
-from gpusparse._kernels.cpu._common import PARALLEL_MIN, empty_like
+from gpusparse._kernels.cpu._common import PARALLEL_MIN, empty_like, read_only
 
 
 # --------------------------------------------------------------------------
@@ -80,7 +80,8 @@ def _local_lsd(keys, values, spare_k, spare_v, n_bits):
     src_k, src_v, dst_k, dst_v = keys, values, spare_k, spare_v
     for p in range(n_passes):
         shift = p * bits
-        count[:] = 0
+        for d in range(count.size):  # loops, not slice assignments: faster to compile
+            count[d] = 0
         for i in range(n):
             count[(src_k[i] >> shift) & mask] += 1
         total = 0
@@ -98,8 +99,9 @@ def _local_lsd(keys, values, spare_k, spare_v, n_bits):
         src_k, dst_k = dst_k, src_k
         src_v, dst_v = dst_v, src_v
     if n_passes % 2 == 1:
-        keys[:] = spare_k[:n]
-        values[:] = spare_v[:n]
+        for i in range(n):
+            keys[i] = spare_k[i]
+            values[i] = spare_v[i]
 
 
 #: Buckets longer than this are sorted by parallel LSD passes of their own
@@ -133,7 +135,7 @@ def _lsd_sort(keys, values, key_bits, n_chunks):
     n_passes = max(1, -(-int(key_bits) // _DIGIT_BITS))
     # Digit totals do not depend on the order, so one read finds the passes
     # that move nothing (every key has the same digit) and can be skipped.
-    totals = _radix_histograms(keys, 0, n_passes, 1)[0]
+    totals = _radix_histograms(read_only(keys), 0, n_passes, 1)[0]
     src_k, src_v = keys, values
     spare = None
     for p in range(n_passes):
@@ -146,8 +148,8 @@ def _lsd_sort(keys, values, key_bits, n_chunks):
         if n_chunks == 1:
             hist_p = totals[p:p + 1]
         else:  # per-chunk counts change with the order, so count again
-            hist_p = _radix_histograms(src_k, p * _DIGIT_BITS, 1, n_chunks)[:, 0, :]
-        _radix_scatter(src_k, src_v, dst_k, dst_v, hist_p, p * _DIGIT_BITS)
+            hist_p = _radix_histograms(read_only(src_k), p * _DIGIT_BITS, 1, n_chunks)[:, 0, :]
+        _radix_scatter(read_only(src_k), read_only(src_v), dst_k, dst_v, hist_p, p * _DIGIT_BITS)
         if src_k is not keys:
             spare = (src_k, src_v)
         src_k, src_v = dst_k, dst_v
@@ -174,9 +176,9 @@ def sort_pairs(keys, values, key_bits):
     if n < PARALLEL_MIN or key_bits <= 2 * _DIGIT_BITS:
         return _lsd_sort(keys, values, key_bits, n_chunks)
     shift = key_bits - _DIGIT_BITS
-    hist = _radix_histograms(keys, shift, 1, n_chunks)[:, 0, :]
+    hist = _radix_histograms(read_only(keys), shift, 1, n_chunks)[:, 0, :]
     a_k, a_v = empty_like(keys), empty_like(values)
-    _radix_scatter(keys, values, a_k, a_v, hist, shift)
+    _radix_scatter(read_only(keys), read_only(values), a_k, a_v, hist, shift)
     bounds = np.zeros(_RADIX + 1, dtype=np.int64)
     np.cumsum(hist.sum(axis=0), out=bounds[1:])
     _sort_buckets(a_k, a_v, bounds, shift, n_chunks * 4 if n_chunks > 1 else 1, _BIG_BUCKET)
