@@ -53,7 +53,7 @@ def main(argv=None) -> int:
             print(f"gpusparse warmup: {summary['calls']} calls in {summary['seconds']:.1f} s "
                   f"({processes}, {summary['cpu_seconds']:.1f} s of CPU); kernels cached in {summary['cache_dir']}")
         return 0
-    from gpusparse import show_config
+    from gpusparse._config import show_config
     show_config()
     return 0
 

@@ -34,9 +34,8 @@ def show_config(file=None) -> None:
     >>> gs.show_config()  # doctest: +SKIP
     gpusparse 0.1.0 ...
     """
-    from gpusparse import __version__
     out = file or sys.stdout
-    print(f"gpusparse {__version__} on Python {platform.python_version()} ({platform.machine()})", file=out)
+    print(f"gpusparse {_version('gpusparse')} on Python {platform.python_version()} ({platform.machine()})", file=out)
     for name in _PACKAGES:
         print(f"  {name:<8} {_version(name)}", file=out)
     status = cuda_status()

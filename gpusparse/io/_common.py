@@ -179,7 +179,7 @@ def require_index_pointer(name: str, shape, major_axis: int, nnz: int, device, i
     bytes are checked with the memory rule (:func:`gpusparse._memory.require`)
     against what ``device`` can provide before anything is allocated.
     """
-    from gpusparse import _memory
+    import gpusparse._memory as _memory
     from gpusparse._dtypes import index_dtype_for
 
     n_major, n_minor = int(shape[major_axis]), int(shape[1 - major_axis])

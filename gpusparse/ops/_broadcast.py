@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from gpusparse import _memory
+import gpusparse._memory as _memory
 from gpusparse._device import kernels_for, xp_for
 
 __all__ = ["as_coo", "broadcast_coo", "broadcast_shapes", "gather_dense", "sparse_prefix"]

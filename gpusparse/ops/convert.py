@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from gpusparse import _memory
+import gpusparse._memory as _memory
 from gpusparse._device import as_device, device_scope, kernels_for, to_device_array, xp_for
 from gpusparse._dtypes import check_value_dtype, index_dtype_for, normalize_fill_value
 from gpusparse.ops import canonical

@@ -40,7 +40,7 @@ import warnings
 
 import numpy as np
 
-from gpusparse import _memory
+import gpusparse._memory as _memory
 from gpusparse._device import array_device, device_of, device_scope, kernels_for, to_host, xp_for
 from gpusparse._dtypes import VALUE_DTYPES, check_value_dtype, index_dtype_for, native_dtype
 from gpusparse._options import get_option

@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from gpusparse import _memory
+import gpusparse._memory as _memory
 from gpusparse._device import device_scope, kernels_for, to_host, xp_for
 from gpusparse._errors import warn_efficiency
 from gpusparse.ops import canonical, convert

@@ -18,7 +18,7 @@ or :func:`gpusparse.linalg.svd_lowrank` instead.
 
 from __future__ import annotations
 
-from gpusparse import _memory
+import gpusparse._memory as _memory
 from gpusparse._device import device_of, device_scope, xp_for
 
 __all__ = ["dense_call"]

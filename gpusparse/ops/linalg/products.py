@@ -44,7 +44,7 @@ import operator
 
 import numpy as np
 
-from gpusparse import _memory
+import gpusparse._memory as _memory
 from gpusparse._device import device_scope, kernels_for, xp_for
 from gpusparse.ops import canonical, convert
 from gpusparse.ops.linalg.core import (
