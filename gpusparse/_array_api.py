@@ -37,6 +37,8 @@ import numpy as np
 from gpusparse._device import Device, as_device, cuda_status, default_device, device_scope, xp_for
 from gpusparse.ops import _numpy_functions as _npf
 from gpusparse.ops import canonical, convert, creation, elementwise, indexing, manipulation, reductions
+from gpusparse.containers._bound import bind as _bind_methods
+from gpusparse.ops import _methods  # noqa: F401 -- binds the operations the containers' methods call
 from gpusparse.ops._validate import check_axis
 
 __all__ = [
@@ -65,6 +67,9 @@ def array_namespace(api_version=None):
         raise ValueError(f"api_version must be one of {API_VERSIONS} or None, got {api_version!r}")
     # The package that holds this module: loaded before it, so this looks it up and imports nothing.
     return sys.modules[__name__.partition(".")[0]]
+
+
+_bind_methods(array_namespace=array_namespace)  # SparseArray.__array_namespace__
 
 
 def _is_sparse(x) -> bool:

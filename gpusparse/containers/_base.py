@@ -10,6 +10,7 @@ import operator
 import numpy as np
 
 from gpusparse._device import Device
+from gpusparse.containers._bound import ops
 from gpusparse.containers._inplace import InPlaceMixin, write_lock
 
 __all__ = ["SparseArray", "read_only"]
@@ -268,8 +269,7 @@ class SparseArray(InPlaceMixin, abc.ABC):
         ...
         ValueError: coords out of bounds for shape (2, 2): dimension 0 has coordinate 6 >= 2
         """
-        from gpusparse.ops import _validate
-        _validate.check_array(self)
+        ops._validate.check_array(self)
 
     # -- conversions shared by every format -----------------------------
     def values(self):
@@ -294,8 +294,7 @@ class SparseArray(InPlaceMixin, abc.ABC):
         >>> x.to_dense(default_value=-1)
         array([ 1., -1.,  5., -1.])
         """
-        from gpusparse.ops import convert
-        return convert.to_dense(self, default_value)
+        return ops.convert.to_dense(self, default_value)
 
     def todense(self):
         """A dense array with the unstored elements equal to the fill value (NumPy's name)."""
@@ -307,8 +306,7 @@ class SparseArray(InPlaceMixin, abc.ABC):
         return self._cached("asformat", key, lambda: self._asformat(format))
 
     def _asformat(self, format):
-        from gpusparse.ops import convert
-        out = convert.asformat(self, format)
+        out = ops.convert.asformat(self, format)
         if out is not self and getattr(self, "structure_trusted", False) and hasattr(out, "_trust"):
             out._trust()  # the library's kernels rearranged a trusted structure: valid, canonical, its own
         return out
@@ -327,13 +325,11 @@ class SparseArray(InPlaceMixin, abc.ABC):
 
     def astype(self, dtype, copy: bool = True, *, casting: str = "unsafe"):
         """This array with values (and fill value) cast to ``dtype`` under NumPy's ``casting`` rule."""
-        from gpusparse.ops import elementwise
-        return elementwise.astype(self, dtype, casting=casting, copy=copy)
+        return ops.elementwise.astype(self, dtype, casting=casting, copy=copy)
 
     def to(self, device):
         """This array on ``device`` (``"cpu"``, ``"cuda"``, ``"cuda:N"``); self if already there."""
-        from gpusparse.ops import convert
-        return convert.to_device(self, device)
+        return ops.convert.to_device(self, device)
 
     def to_device(self, device, /, *, stream=None):
         """The array API's ``to_device``: :meth:`to`; ``stream`` must be None (the current stream is used)."""
@@ -343,8 +339,7 @@ class SparseArray(InPlaceMixin, abc.ABC):
 
     def copy(self):
         """A deep copy: new component arrays on the same device."""
-        from gpusparse.ops import convert
-        return convert.copy(self)
+        return ops.convert.copy(self)
 
     # -- protocols ------------------------------------------------------
     def __dlpack__(self, *args, **kwargs):
@@ -356,12 +351,10 @@ class SparseArray(InPlaceMixin, abc.ABC):
 
     def __array_namespace__(self, /, *, api_version=None):
         """The array API namespace of gpusparse arrays: the ``gpusparse`` module."""
-        from gpusparse._array_api import array_namespace
-        return array_namespace(api_version)
+        return ops.array_namespace(api_version)
 
     def _python_scalar(self, convert):
-        from gpusparse.ops import inplace
-        return inplace.python_scalar(self, convert)
+        return ops.inplace.python_scalar(self, convert)
 
     def __int__(self) -> int:
         return self._python_scalar(int)
@@ -417,8 +410,7 @@ class SparseArray(InPlaceMixin, abc.ABC):
         ``if a == b:`` therefore raises for arrays of several elements: use
         ``(a == b).all()`` (or ``.any()``). Reads one value from the device.
         """
-        from gpusparse.ops import inplace
-        return inplace.truth(self)
+        return ops.inplace.truth(self)
 
     def __repr__(self) -> str:
         return (
@@ -433,8 +425,7 @@ class SparseArray(InPlaceMixin, abc.ABC):
     # -- indexing and shape manipulation (gpusparse.ops.indexing, .manipulation)
     def __getitem__(self, key):
         """``x[key]`` with NumPy's rules on every dimension (see ``gpusparse.ops.indexing``)."""
-        from gpusparse.ops import indexing
-        return indexing.getitem(self, key)
+        return ops.indexing.getitem(self, key)
 
     def __setitem__(self, key, value):
         raise TypeError(f"{type(self).__name__} does not support item assignment (a write could change "
@@ -443,65 +434,54 @@ class SparseArray(InPlaceMixin, abc.ABC):
     @property
     def T(self):
         """All axes reversed (a 2-D CSR becomes a CSC over the same arrays)."""
-        from gpusparse.ops import manipulation
-        return self._cached("transpose", None, lambda: manipulation.permute_dims(self))
+        return self._cached("transpose", None, lambda: ops.manipulation.permute_dims(self))
 
     @property
     def mT(self):
         """The last two axes swapped (the array API's ``matrix_transpose``)."""
-        from gpusparse.ops import manipulation
-        return manipulation.matrix_transpose(self)
+        return ops.manipulation.matrix_transpose(self)
 
     def transpose(self, *axes):
         """Permute the axes, NumPy-style: ``x.transpose(1, 0, 2)`` or ``x.transpose((1, 0, 2))``."""
-        from gpusparse.ops import manipulation
         if len(axes) == 1 and not isinstance(axes[0], (int, np.integer)):
             axes = axes[0]
         axes = axes or None
-        return self._cached("transpose", _hashable(axes), lambda: manipulation.permute_dims(self, axes))
+        return self._cached("transpose", _hashable(axes), lambda: ops.manipulation.permute_dims(self, axes))
 
     def swapaxes(self, axis1, axis2):
         """Interchange two axes (torch's ``transpose(dim0, dim1)``)."""
-        from gpusparse.ops import manipulation
-        return manipulation.swapaxes(self, axis1, axis2)
+        return ops.manipulation.swapaxes(self, axis1, axis2)
 
     def reshape(self, *shape):
         """The same elements in a new shape: ``x.reshape(2, -1)`` or ``x.reshape((2, -1))``."""
-        from gpusparse.ops import manipulation
         if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
             shape = shape[0]
-        return self._cached("reshape", _hashable(shape), lambda: manipulation.reshape(self, shape))
+        return self._cached("reshape", _hashable(shape), lambda: ops.manipulation.reshape(self, shape))
 
     def squeeze(self, axis=None):
         """Remove axes of length one."""
-        from gpusparse.ops import manipulation
-        return manipulation.squeeze(self, axis)
+        return ops.manipulation.squeeze(self, axis)
 
     def index_select(self, axis, index):
         """The slices ``index`` along ``axis`` (torch's ``index_select``)."""
-        from gpusparse.ops import indexing
-        return indexing.index_select(self, axis, index)
+        return ops.indexing.index_select(self, axis, index)
 
     def narrow(self, axis, start, length):
         """``length`` slices from ``start`` along ``axis`` (torch's ``narrow``)."""
-        from gpusparse.ops import indexing
-        return indexing.narrow(self, axis, start, length)
+        return ops.indexing.narrow(self, axis, start, length)
 
     # -- products (gpusparse.ops.linalg) ---------------------------------
     def __matmul__(self, other):
         """``self @ other`` (see ``gpusparse.ops.linalg.matmul``)."""
-        from gpusparse.ops import linalg
-        return linalg.matmul(self, other)
+        return ops.linalg.matmul(self, other)
 
     def __rmatmul__(self, other):
         """``other @ self`` for a dense ``other``."""
-        from gpusparse.ops import linalg
-        return linalg.matmul(other, self)
+        return ops.linalg.matmul(other, self)
 
     def dot(self, other):
         """NumPy's ``dot`` of this array with ``other`` (see ``gpusparse.ops.linalg.dot``)."""
-        from gpusparse.ops import linalg
-        return linalg.dot(self, other)
+        return ops.linalg.dot(self, other)
 
     # -- elementwise operations and reductions (gpusparse.ops.elementwise, .reductions)
     #: Makes CuPy's binary operators defer to the reflected ones of a sparse operand.
@@ -509,17 +489,14 @@ class SparseArray(InPlaceMixin, abc.ABC):
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         """Every NumPy ufunc elementwise (``np.sin(x)``), its ``reduce``, and ``np.matmul``."""
-        from gpusparse.ops import _numpy_ufuncs
-        return _numpy_ufuncs.array_ufunc(ufunc, method, inputs, kwargs)
+        return ops._numpy_ufuncs.array_ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
         """NumPy functions gpusparse implements (``np.sum``, ``np.where``, ``np.dot``, ...)."""
-        from gpusparse.ops import _numpy_functions
-        return _numpy_functions.array_function(func, types, args, kwargs)
+        return ops._numpy_functions.array_function(func, types, args, kwargs)
 
     def _op(self, name, *args):
-        from gpusparse.ops import elementwise
-        return elementwise.operator(getattr(np, name), *args)
+        return ops.elementwise.operator(getattr(np, name), *args)
 
     def __add__(self, other):
         return self._op("add", self, other)
@@ -641,95 +618,77 @@ class SparseArray(InPlaceMixin, abc.ABC):
     @property
     def real(self):
         """The real part (see ``gpusparse.ops.elementwise.real``)."""
-        from gpusparse.ops import elementwise
-        return elementwise.real(self)
+        return ops.elementwise.real(self)
 
     @property
     def imag(self):
         """The imaginary part (see ``gpusparse.ops.elementwise.imag``)."""
-        from gpusparse.ops import elementwise
-        return elementwise.imag(self)
+        return ops.elementwise.imag(self)
 
     def conj(self):
         """The complex conjugate (see ``gpusparse.ops.elementwise.conj``)."""
-        from gpusparse.ops import elementwise
-        return elementwise.conj(self)
+        return ops.elementwise.conj(self)
 
     conjugate = conj
 
     def round(self, decimals=0):
         """Round to ``decimals`` decimals (see ``gpusparse.ops.elementwise.round``)."""
-        from gpusparse.ops import elementwise
-        return elementwise.round(self, decimals)
+        return ops.elementwise.round(self, decimals)
 
     def clip(self, a_min=None, a_max=None):
         """Limit the values to ``[a_min, a_max]`` (see ``gpusparse.ops.elementwise.clip``)."""
-        from gpusparse.ops import elementwise
-        return elementwise.clip(self, a_min, a_max)
+        return ops.elementwise.clip(self, a_min, a_max)
 
     def prune(self):
         """This array without stored entries equal to the fill value (see ``elementwise.prune``)."""
-        from gpusparse.ops import elementwise
-        return elementwise.prune(self)
+        return ops.elementwise.prune(self)
 
     eliminate_zeros = prune
 
     def reduce(self, ufunc, axis=None, keepdims=False, **kwargs):
         """Reduce with any associative binary ufunc (see ``gpusparse.ops.reductions.reduce``)."""
-        from gpusparse.ops import reductions
-        return reductions.reduce(self, ufunc, axis=axis, keepdims=keepdims, **kwargs)
+        return ops.reductions.reduce(self, ufunc, axis=axis, keepdims=keepdims, **kwargs)
 
     def sum(self, axis=None, dtype=None, keepdims=False, **kwargs):
         """Sum over ``axis`` (see ``gpusparse.ops.reductions.sum``)."""
-        from gpusparse.ops import reductions
-        return reductions.sum(self, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
+        return ops.reductions.sum(self, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
 
     def prod(self, axis=None, dtype=None, keepdims=False, **kwargs):
         """Product over ``axis`` (see ``gpusparse.ops.reductions.prod``)."""
-        from gpusparse.ops import reductions
-        return reductions.prod(self, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
+        return ops.reductions.prod(self, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
 
     def max(self, axis=None, keepdims=False, **kwargs):
         """Maximum over ``axis`` (see ``gpusparse.ops.reductions.max``)."""
-        from gpusparse.ops import reductions
-        return reductions.max(self, axis=axis, keepdims=keepdims, **kwargs)
+        return ops.reductions.max(self, axis=axis, keepdims=keepdims, **kwargs)
 
     def min(self, axis=None, keepdims=False, **kwargs):
         """Minimum over ``axis`` (see ``gpusparse.ops.reductions.min``)."""
-        from gpusparse.ops import reductions
-        return reductions.min(self, axis=axis, keepdims=keepdims, **kwargs)
+        return ops.reductions.min(self, axis=axis, keepdims=keepdims, **kwargs)
 
     def mean(self, axis=None, dtype=None, keepdims=False):
         """Mean over ``axis`` (see ``gpusparse.ops.reductions.mean``)."""
-        from gpusparse.ops import reductions
-        return reductions.mean(self, axis=axis, dtype=dtype, keepdims=keepdims)
+        return ops.reductions.mean(self, axis=axis, dtype=dtype, keepdims=keepdims)
 
     def var(self, axis=None, dtype=None, ddof=0, keepdims=False):
         """Variance over ``axis`` (see ``gpusparse.ops.reductions.var``)."""
-        from gpusparse.ops import reductions
-        return reductions.var(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+        return ops.reductions.var(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
 
     def std(self, axis=None, dtype=None, ddof=0, keepdims=False):
         """Standard deviation over ``axis`` (see ``gpusparse.ops.reductions.std``)."""
-        from gpusparse.ops import reductions
-        return reductions.std(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+        return ops.reductions.std(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
 
     def any(self, axis=None, keepdims=False):
         """Whether any element over ``axis`` is nonzero (see ``gpusparse.ops.reductions.any``)."""
-        from gpusparse.ops import reductions
-        return reductions.any(self, axis=axis, keepdims=keepdims)
+        return ops.reductions.any(self, axis=axis, keepdims=keepdims)
 
     def all(self, axis=None, keepdims=False):
         """Whether every element over ``axis`` is nonzero (see ``gpusparse.ops.reductions.all``)."""
-        from gpusparse.ops import reductions
-        return reductions.all(self, axis=axis, keepdims=keepdims)
+        return ops.reductions.all(self, axis=axis, keepdims=keepdims)
 
     def argmax(self, axis=None, keepdims=False):
         """Index of the first maximum (see ``gpusparse.ops.reductions.argmax``)."""
-        from gpusparse.ops import reductions
-        return reductions.argmax(self, axis=axis, keepdims=keepdims)
+        return ops.reductions.argmax(self, axis=axis, keepdims=keepdims)
 
     def argmin(self, axis=None, keepdims=False):
         """Index of the first minimum (see ``gpusparse.ops.reductions.argmin``)."""
-        from gpusparse.ops import reductions
-        return reductions.argmin(self, axis=axis, keepdims=keepdims)
+        return ops.reductions.argmin(self, axis=axis, keepdims=keepdims)

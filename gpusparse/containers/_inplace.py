@@ -41,6 +41,8 @@ import weakref
 
 import numpy as np
 
+from gpusparse.containers._bound import ops
+
 __all__ = ["InPlaceMixin", "pinned", "write_lock"]
 
 # --------------------------------------------------------------------------
@@ -241,9 +243,8 @@ class InPlaceMixin:
         is a new ``__dict__`` put in place by one assignment, under this
         array's write lock (see the module's notes on threads).
         """
-        from gpusparse.ops import inplace
         with write_lock(self):
-            result = inplace.prepare(self, result, name, casting, shape)
+            result = ops.inplace.prepare(self, result, name, casting, shape)
             if result is not self:
                 state = {k: v for k, v in vars(result).items() if k != "_cache"}
                 if "_cache" in self.__dict__:  # enable_caching stays on; the old value's results go
@@ -253,8 +254,7 @@ class InPlaceMixin:
 
     def _iop(self, name, *args):
         """``x op= y``: NumPy's ``ufunc(x, y, out=x)``."""
-        from gpusparse.ops import _numpy_ufuncs
-        return _numpy_ufuncs.array_ufunc(getattr(np, name), "__call__", (self,) + args, {"out": (self,)})
+        return ops._numpy_ufuncs.array_ufunc(getattr(np, name), "__call__", (self,) + args, {"out": (self,)})
 
     def __iadd__(self, other):
         return self._iop("add", other)
@@ -307,13 +307,11 @@ class InPlaceMixin:
         >>> x.add_(x, alpha=2) is x, x.todense()
         (True, array([3., 0., 6.]))
         """
-        from gpusparse.ops import inplace
-        return self._assign(inplace.scaled(np.add, self, other, alpha), name="add_")
+        return self._assign(ops.inplace.scaled(np.add, self, other, alpha), name="add_")
 
     def sub_(self, other, *, alpha=1):
         """``self -= alpha * other`` (torch's ``sub_``); returns ``self``."""
-        from gpusparse.ops import inplace
-        return self._assign(inplace.scaled(np.subtract, self, other, alpha), name="sub_")
+        return self._assign(ops.inplace.scaled(np.subtract, self, other, alpha), name="sub_")
 
     def mul_(self, other):
         """``self *= other`` (torch's ``mul_``); returns ``self``."""
@@ -321,8 +319,7 @@ class InPlaceMixin:
 
     def div_(self, other, *, rounding_mode=None):
         """``self /= other`` rounded by ``rounding_mode`` (None, ``"trunc"``, ``"floor"``; torch's ``div_``)."""
-        from gpusparse.ops import inplace
-        return self._assign(inplace.divided(self, other, rounding_mode), name="div_")
+        return self._assign(ops.inplace.divided(self, other, rounding_mode), name="div_")
 
     def floor_divide_(self, other):
         """``self //= other`` (torch's ``floor_divide_``); returns ``self``."""
@@ -362,25 +359,21 @@ class InPlaceMixin:
         >>> x.zero_().nnz, x.fill_value
         (0, np.float64(0.0))
         """
-        from gpusparse.ops import inplace
-        return self._assign(inplace.emptied(self, fill_value=0), name="zero_")
+        return self._assign(ops.inplace.emptied(self, fill_value=0), name="zero_")
 
     def copy_(self, src):
         """The elements of ``src`` (any format and dtype, cast unsafely; any device) in this array's
         format and dtype (torch's ``copy_``); ``src`` broadcasts to this array's shape. Returns ``self``."""
-        from gpusparse.ops import inplace
-        return self._assign(inplace.copied(self, src), name="copy_", casting="unsafe")
+        return self._assign(ops.inplace.copied(self, src), name="copy_", casting="unsafe")
 
     def t_(self):
         """Transpose a 0-, 1- or 2-D array in place (torch's ``t_``); returns ``self``."""
-        from gpusparse.ops import inplace
-        result = inplace.transposed(self)
+        result = ops.inplace.transposed(self)
         return self._assign(result, name="t_", shape=result.shape)
 
     def transpose_(self, dim0, dim1):
         """Swap axes ``dim0`` and ``dim1`` in place (torch's ``transpose_``); returns ``self``."""
-        from gpusparse.ops import inplace
-        result = inplace.transposed(self, dim0, dim1)
+        result = ops.inplace.transposed(self, dim0, dim1)
         return self._assign(result, name="transpose_", shape=result.shape)
 
     def sparse_resize_(self, size, sparse_dim, dense_dim):
@@ -402,8 +395,7 @@ class InPlaceMixin:
         ...
         ValueError: sparse_resize_: shrinking the size of sparse dimensions (from [4] to [1]) of an array with stored entries is not supported (torch's rule); use sparse_resize_and_clear_ for an empty array of that size, or build a new array
         """
-        from gpusparse.ops import inplace
-        result = inplace.resized(self, size, sparse_dim, dense_dim)
+        result = ops.inplace.resized(self, size, sparse_dim, dense_dim)
         return self._assign(result, name="sparse_resize_", shape=result.shape)
 
     def sparse_resize_and_clear_(self, size, sparse_dim, dense_dim):
@@ -411,8 +403,7 @@ class InPlaceMixin:
 
         The fill value stays, so every element equals it afterwards.
         """
-        from gpusparse.ops import inplace
-        result = inplace.resized(self, size, sparse_dim, dense_dim, clear=True)
+        result = ops.inplace.resized(self, size, sparse_dim, dense_dim, clear=True)
         return self._assign(result, name="sparse_resize_and_clear_", shape=result.shape)
 
     def resize_as_(self, other):

@@ -36,6 +36,7 @@ import threading
 import weakref
 
 from gpusparse.containers._base import SparseArray, read_only
+from gpusparse.containers._bound import ops
 
 __all__ = ["CSC", "CSR", "forget_structure", "is_trusted_structure", "trust_structure"]
 
@@ -158,14 +159,13 @@ class _Compressed(SparseArray):
     _owns_structure: bool = False
 
     def __init__(self, indptr, indices, data, shape=None, *, fill_value=None, device=None, check=True):
-        from gpusparse.ops import _validate, canonical
         given = (indptr, indices, data)
-        parts = _validate.compressed_components(
+        parts = ops._validate.compressed_components(
             indptr, indices, data, shape, fill_value, device, check, self._major_axis
         )
         self._set(*parts)
         if check:
-            canonical.make_compressed_canonical(self)
+            ops.canonical.make_compressed_canonical(self)
         self._owns_structure = not any(_shares_memory(mine, theirs)
                                        for mine in (self._indptr, self._indices) for theirs in given)
         if check and self._owns_structure:

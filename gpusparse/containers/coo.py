@@ -4,6 +4,7 @@ from __future__ import annotations
 
 
 from gpusparse.containers._base import SparseArray, read_only
+from gpusparse.containers._bound import ops
 
 __all__ = ["COO"]
 
@@ -70,8 +71,7 @@ class COO(SparseArray):
     format = "coo"
 
     def __init__(self, coords, data, shape=None, *, fill_value=None, device=None, check=True):
-        from gpusparse.ops import _validate
-        parts = _validate.coo_components(coords, data, shape, fill_value, device, check)
+        parts = ops._validate.coo_components(coords, data, shape, fill_value, device, check)
         self._set(*parts, sorted=False, unique=False)
 
     @classmethod
@@ -137,8 +137,7 @@ class COO(SparseArray):
         >>> x.coords, x.data
         (array([[0, 1]]), array([2, 4]))
         """
-        from gpusparse.ops import canonical
-        return canonical.coalesce(self)
+        return ops.canonical.coalesce(self)
 
     def reorder(self):
         """Sort the coordinates in row-major order without summing duplicates (TF's ``sparse.reorder``).
@@ -152,8 +151,7 @@ class COO(SparseArray):
         >>> x.coords, x.data
         (array([[0, 1, 1]]), array([2, 1, 3]))
         """
-        from gpusparse.ops import canonical
-        return canonical.reorder(self)
+        return ops.canonical.reorder(self)
 
     def _repr_flags(self) -> str:
         return f", coalesced={self.is_coalesced()}"
