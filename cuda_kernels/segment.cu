@@ -194,9 +194,7 @@ template <typename T> struct gs_seg_policy<T, GS_OP_ARGMAX> : gs_seg_arg_policy<
 // The work is the merge of the s segment ends e_j = starts[j + 1] with the
 // n_pos positions 0..n_pos-1 (an end comes before the positions >= it):
 // s + n_pos items, cut into tiles of ``rl * items`` consecutive items, one
-// tile per block (tile blockIdx.x, then blockIdx.x + gridDim.x, ... when the
-// grid is smaller than the number of tiles, 64-bit); blockIdx.y strides over
-// chunks of cl columns.
+// tile per block (blockIdx.x); blockIdx.y strides over chunks of cl columns.
 //
 // Thread mapping: a block of 256 threads is rl = 256 / cl "workers" of
 // cl = 2**cl_log2 lanes; lane l of a worker handles column chunk * cl + l,
@@ -222,9 +220,12 @@ template <typename T> struct gs_seg_policy<T, GS_OP_ARGMAX> : gs_seg_arg_policy<
 // (positions outside [starts[0], starts[s]) are ignored); perm null or
 // (n_pos,) with entries in [0, m); values (m, width) C-contiguous; m >= 1
 // (m == n_pos without perm); s >= 1, width >= 1; rl * items <=
-// GS_RED_MAX_TILE; n_tiles = ceil((s + n_pos) / (rl * items)), any grid.x;
-// 1-D blocks of GS_RED_THREADS threads; carry_seg (n_tiles,), carry_val
-// (n_tiles, width) of acc_t; *flag == 0 on entry.
+// GS_RED_MAX_TILE; grid.x = ceil((s + n_pos) / (rl * items)) (at most
+// 2**31 - 1: tiles hold 512 to 2048 items of rows of 1 to 32+ values, so
+// that many tiles need over 2**40 values, more than any device holds; the
+// launcher refuses more, and blockIdx.x is widened to 64 bits); 1-D blocks of
+// GS_RED_THREADS threads; carry_seg (grid.x,), carry_val (grid.x, width) of
+// acc_t; *flag == 0 on entry.
 // Other values (the memory-safety contract): starts are clipped into
 // [0, n_pos] as they are loaded and perm entries into [0, m), so starts
 // that are out of range but non-decreasing once clipped give the exact
@@ -261,121 +262,117 @@ __global__ void __launch_bounds__(GS_RED_THREADS, GS_RED_MIN_BLOCKS(T, OP)) gs_s
     const int lane = static_cast<int>(threadIdx.x) & (cl - 1);
     const long long s = n_segments;
     const long long tile = static_cast<long long>(rl) * items;
-    const long long n_tiles = (s + n_pos + tile - 1) / tile;
-    for (long long tile_id = blockIdx.x; tile_id < n_tiles; tile_id += gridDim.x) {
-        const long long d0 = tile_id * tile;
-        const long long d1 = min(d0 + tile, s + n_pos);
-        const long long start0 = gs_clamp(starts[0], 0, n_pos);
+    const long long d0 = static_cast<long long>(blockIdx.x) * tile;
+    const long long d1 = min(d0 + tile, s + n_pos);
+    const long long start0 = gs_clamp(starts[0], 0, n_pos);
 
-        if (threadIdx.x == 0 || threadIdx.x == GS_WARP) {
-            const long long diag = threadIdx.x == 0 ? d0 : d1;
-            long long lo = max(0LL, diag - n_pos);
-            long long hi = min(diag, s);
-            while (lo < hi) {
-                const long long mid = lo + ((hi - lo) >> 1);
-                if (gs_clamp(starts[mid + 1], 0, n_pos) <= diag - mid - 1) lo = mid + 1; else hi = mid;
-            }
-            const int slot = threadIdx.x == 0 ? 0 : 2;
-            s_bounds[slot] = lo;
-            s_bounds[slot + 1] = diag - lo;
+    if (threadIdx.x == 0 || threadIdx.x == GS_WARP) {
+        const long long diag = threadIdx.x == 0 ? d0 : d1;
+        long long lo = max(0LL, diag - n_pos);
+        long long hi = min(diag, s);
+        while (lo < hi) {
+            const long long mid = lo + ((hi - lo) >> 1);
+            if (gs_clamp(starts[mid + 1], 0, n_pos) <= diag - mid - 1) lo = mid + 1; else hi = mid;
         }
-        __syncthreads();
-        const long long i0 = s_bounds[0], k0 = s_bounds[1];
-        // Cuts that do not follow each other (descending starts) leave the tile
-        // without work: n_ends stays within s_ends, and the launch is flagged.
-        const bool crossed = s_bounds[2] < i0 || s_bounds[3] < k0;
-        const long long i1 = crossed ? i0 : s_bounds[2];
-        const long long k1 = crossed ? k0 : s_bounds[3];
-        // The ends this tile can look at: e_i for i in [i0, min(i1, s - 1)].
-        const long long n_ends = min(i1, s - 1) - i0 + 1;
-        for (long long x = threadIdx.x; x < n_ends; x += GS_RED_THREADS) {
-            s_ends[x] = gs_clamp(starts[i0 + 1 + x], 0, n_pos);
-        }
-        __syncthreads();
-        bool descent = crossed;
-        for (long long x = threadIdx.x; x < n_ends; x += GS_RED_THREADS) {
-            const long long before = x > 0 ? s_ends[x - 1] : gs_clamp(starts[i0], 0, n_pos);
-            if (before > s_ends[x]) descent = true;
-        }
-        if (__syncthreads_or(descent)) {  // uniform over the block
-            if (threadIdx.x == 0) *flag = 1;
-            return;  // the fallback recomputes every output
-        }
+        const int slot = threadIdx.x == 0 ? 0 : 2;
+        s_bounds[slot] = lo;
+        s_bounds[slot + 1] = diag - lo;
+    }
+    __syncthreads();
+    const long long i0 = s_bounds[0], k0 = s_bounds[1];
+    // Cuts that do not follow each other (descending starts) leave the tile
+    // without work: n_ends stays within s_ends, and the launch is flagged.
+    const bool crossed = s_bounds[2] < i0 || s_bounds[3] < k0;
+    const long long i1 = crossed ? i0 : s_bounds[2];
+    const long long k1 = crossed ? k0 : s_bounds[3];
+    // The ends this tile can look at: e_i for i in [i0, min(i1, s - 1)].
+    const long long n_ends = min(i1, s - 1) - i0 + 1;
+    for (long long x = threadIdx.x; x < n_ends; x += GS_RED_THREADS) {
+        s_ends[x] = gs_clamp(starts[i0 + 1 + x], 0, n_pos);
+    }
+    __syncthreads();
+    bool descent = crossed;
+    for (long long x = threadIdx.x; x < n_ends; x += GS_RED_THREADS) {
+        const long long before = x > 0 ? s_ends[x - 1] : gs_clamp(starts[i0], 0, n_pos);
+        if (before > s_ends[x]) descent = true;
+    }
+    if (__syncthreads_or(descent)) {  // uniform over the block
+        if (threadIdx.x == 0) *flag = 1;
+        return;
+    }
 
-        // This worker's start on the tile's merge path.
-        const long long span = d1 - d0;
-        const long long dd = min(static_cast<long long>(worker) * items, span);
-        const long long dend = min(dd + items, span);
-        long long i_start, k_start;
-        {
-            long long lo = max(0LL, dd - (k1 - k0));
-            long long hi = min(dd, i1 - i0);
-            while (lo < hi) {
-                const long long mid = lo + ((hi - lo) >> 1);
-                if (s_ends[mid] <= k0 + dd - mid - 1) lo = mid + 1; else hi = mid;
-            }
-            i_start = i0 + lo;
-            k_start = k0 + dd - lo;
+    // This worker's start on the tile's merge path.
+    const long long span = d1 - d0;
+    const long long dd = min(static_cast<long long>(worker) * items, span);
+    const long long dend = min(dd + items, span);
+    long long i_start, k_start;
+    {
+        long long lo = max(0LL, dd - (k1 - k0));
+        long long hi = min(dd, i1 - i0);
+        while (lo < hi) {
+            const long long mid = lo + ((hi - lo) >> 1);
+            if (s_ends[mid] <= k0 + dd - mid - 1) lo = mid + 1; else hi = mid;
         }
+        i_start = i0 + lo;
+        k_start = k0 + dd - lo;
+    }
 
-        const long long col_step = static_cast<long long>(gridDim.y) << cl_log2;
-        for (long long cbase = static_cast<long long>(blockIdx.y) << cl_log2; cbase < width; cbase += col_step) {
-            const long long col = cbase + lane;
-            const bool col_ok = col < width;
-            long long i = i_start, k = k_start;
-            A acc = P::identity();
-            long long first_seg = -1;
-            A first_val = P::identity();
-            for (long long it = dd; it < dend; ++it) {
-                // (i - i0 < n_ends and k < n_pos always hold here: the ends are
-                // non-decreasing; the compares only keep that local.)
-                const long long e = (i < s && i - i0 < n_ends) ? s_ends[i - i0] : GS_LLONG_MAX;
-                if (k < e) {  // position k belongs to segment i (if any)
-                    if (col_ok && i < s && (i > 0 || k >= start0) && k < n_pos) {
-                        const long long row = perm != nullptr ? gs_clip_index(perm[k], m) : k;
-                        acc = op(acc, P::lift(values[row * width + col], row));
-                    }
-                    ++k;
-                } else {  // segment i ends here
-                    if (first_seg < 0) {
-                        first_seg = i;
-                        first_val = acc;
-                    } else if (col_ok) {
-                        out[i * width + col] = P::result(acc);
-                    }
-                    acc = P::identity();
-                    ++i;
+    const long long col_step = static_cast<long long>(gridDim.y) << cl_log2;
+    for (long long cbase = static_cast<long long>(blockIdx.y) << cl_log2; cbase < width; cbase += col_step) {
+        const long long col = cbase + lane;
+        const bool col_ok = col < width;
+        long long i = i_start, k = k_start;
+        A acc = P::identity();
+        long long first_seg = -1;
+        A first_val = P::identity();
+        for (long long it = dd; it < dend; ++it) {
+            // (i - i0 < n_ends and k < n_pos always hold here: the ends are
+            // non-decreasing; the compares only keep that local.)
+            const long long e = (i < s && i - i0 < n_ends) ? s_ends[i - i0] : GS_LLONG_MAX;
+            if (k < e) {  // position k belongs to segment i (if any)
+                if (col_ok && i < s && (i > 0 || k >= start0) && k < n_pos) {
+                    const long long row = perm != nullptr ? gs_clip_index(perm[k], m) : k;
+                    acc = op(acc, P::lift(values[row * width + col], row));
                 }
+                ++k;
+            } else {  // segment i ends here
+                if (first_seg < 0) {
+                    first_seg = i;
+                    first_val = acc;
+                } else if (col_ok) {
+                    out[i * width + col] = P::result(acc);
+                }
+                acc = P::identity();
+                ++i;
             }
+        }
 
-            // Segmented inclusive scan of the workers' carries.
-            if (lane == 0) s_cseg[worker] = i;
-            s_cval[threadIdx.x] = acc;  // index worker * cl + lane
+        // Segmented inclusive scan of the workers' carries.
+        if (lane == 0) s_cseg[worker] = i;
+        s_cval[threadIdx.x] = acc;  // index worker * cl + lane
+        __syncthreads();
+        for (int off = 1; off < rl; off <<= 1) {
+            bool take = false;
+            A prev = P::identity();
+            if (worker >= off && s_cseg[worker - off] == s_cseg[worker]) {
+                take = true;
+                prev = s_cval[threadIdx.x - (off << cl_log2)];
+            }
             __syncthreads();
-            for (int off = 1; off < rl; off <<= 1) {
-                bool take = false;
-                A prev = P::identity();
-                if (worker >= off && s_cseg[worker - off] == s_cseg[worker]) {
-                    take = true;
-                    prev = s_cval[threadIdx.x - (off << cl_log2)];
-                }
-                __syncthreads();
-                if (take) s_cval[threadIdx.x] = op(prev, s_cval[threadIdx.x]);
-                __syncthreads();
-            }
-
-            if (first_seg >= 0 && col_ok) {
-                A v = first_val;
-                if (worker > 0 && s_cseg[worker - 1] == first_seg) v = op(s_cval[threadIdx.x - cl], v);
-                out[first_seg * width + col] = P::result(v);
-            }
-            if (worker == rl - 1) {
-                if (lane == 0 && blockIdx.y == 0 && cbase == 0) carry_seg[tile_id] = s_cseg[worker];
-                if (col_ok) carry_val[tile_id * width + col] = s_cval[threadIdx.x];
-            }
-            __syncthreads();  // shared memory is reused by the next column chunk
+            if (take) s_cval[threadIdx.x] = op(prev, s_cval[threadIdx.x]);
+            __syncthreads();
         }
-        __syncthreads();  // s_bounds, s_ends are rewritten for the next tile
+
+        if (first_seg >= 0 && col_ok) {
+            A v = first_val;
+            if (worker > 0 && s_cseg[worker - 1] == first_seg) v = op(s_cval[threadIdx.x - cl], v);
+            out[first_seg * width + col] = P::result(v);
+        }
+        if (worker == rl - 1) {
+            if (lane == 0 && blockIdx.y == 0 && cbase == 0) carry_seg[blockIdx.x] = s_cseg[worker];
+            if (col_ok) carry_val[static_cast<long long>(blockIdx.x) * width + col] = s_cval[threadIdx.x];
+        }
+        __syncthreads();  // shared memory is reused by the next column chunk
     }
 }
 

@@ -47,6 +47,8 @@ _PRODUCT_REVERSED = re.compile(rf"(?:\b[A-Z_][A-Z0-9_]*|\b\d+)\s*\*\s*{_BUILTIN}
 _SIZES = r"(?:n|nnz|m|k|width|n_rows|n_tiles|n_segments|n_pos|total|n_out|n_terms|capacity|n_items|nnz_a|nnz_b|n_keys)"
 _INT_LOOP = re.compile(rf"for\s*\(\s*(?:int|unsigned|unsigned int)\s+(\w+)\s*=[^;]*;\s*\1\s*<=?\s*{_SIZES}\s*;")
 _NARROW_INDEX = re.compile(r"\b(?:int|unsigned|unsigned int)\s+\w+\s*=\s*(?:gs_global_thread|gs_grid_stride)\s*\(")
+# One item per thread and no loop: allowed only from a 64-bit base offset (``p_base + gs_global_thread()``),
+# which the launcher advances over several launches.
 _SINGLE_SHOT = re.compile(r"=\s*gs_global_thread\(\)[^;]*;\s*\n\s*if\s*\([^)]*\)\s*return\s*;")
 
 
@@ -97,6 +99,8 @@ GOOD_SNIPPETS = [
     "for (int x = threadIdx.x; x < tile_n; x += GS_SORT_THREADS) {}",
     "// blockIdx.x * blockDim.x in a comment",
     "const int warp = threadIdx.x / GS_WARP;",
+    "const long long p = p_base + gs_global_thread() / GS_WARP;\n    if (p >= nnz) return;",
+    "const long long tile_id = tile_base + blockIdx.x;",
 ]
 
 
@@ -166,6 +170,11 @@ def test_launcher_sizing_helpers(n):
         assert 1 <= grid <= 2**31 - 1
     assert _grid.blocks(2**40, 1, _grid.MAX_GRID_Y) == _grid.MAX_GRID_Y
     assert _grid.blocks(2**31 * 256 * 4, 256) == 2**31 - 1  # 2**41 items: clamped, the threads loop
+    for per_block in (1, 8):  # the base-offset kernels: launches that together cover every item once
+        parts = _grid.launches(n, per_block)
+        assert all(1 <= count <= 2**31 - 1 for _, count in parts)
+        assert [first for first, _ in parts] == list(np.cumsum([0] + [c for _, c in parts])[:-1])
+        assert sum(c for _, c in parts) * per_block >= n > (sum(c for _, c in parts) - 1) * per_block
     if _backend_loads():  # the launchers' own helpers (CuPy or the emulated device)
         import gpusparse._kernels.cuda as k
         from gpusparse._kernels.cuda import _linalg, _semiring
@@ -292,8 +301,10 @@ def test_clamped_grids_cover_every_item(k, recorded):
     sr = k.spmm_semiring(_dev(ip), _dev(c.astype(np.int64)), _dev(data), (m_rows, n_cols), _dev(bmat),
                          "plus", "times")
     assert np.array_equal(_host(sr), dense @ bmat)
-    # Every launch respected the (shrunk) grid limit, and the loops did the rest.
-    assert recorded and all(grid[0] <= 2 for _, grid in recorded), recorded
+    # Every launch respected the (shrunk) grid limit, and the loops did the rest; gs_segment_reduce
+    # alone launches a block per tile (no loop: it would spill), bounded by the device limit instead.
+    assert recorded and all(grid[0] <= 2 for name, grid in recorded if name != "gs_segment_reduce"), recorded
+    assert any(name == "gs_segment_reduce" for name, _ in recorded)
 
 
 BEYOND = 2**32 + 3  # truncated to 32 bits: 3, a valid row of every buffer below

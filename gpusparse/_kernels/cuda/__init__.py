@@ -397,8 +397,12 @@ def segment_reduce(values, starts, op, perm=None):
         else:
             carry_val = cupy.empty((n_tiles, w), dtype=out_dtype)
         kernel = get_function("segment", "gs_segment_reduce", (dtype, code))
+        # One block per tile, no loop (a tile loop costs this kernel registers it spills): past
+        # 2**31 - 1 tiles (over 2**40 values, more than any device holds) it cannot launch.
+        if n_tiles > _grid.DEVICE_MAX_GRID_X:
+            raise ValueError(f"segment_reduce: {n_tiles} tiles exceed the grid limit of one launch")
         kernel(
-            (_blocks(s + n_pos, tile), grid_y), (_THREADS,),
+            (n_tiles, grid_y), (_THREADS,),
             (values, _i64(m), _i64(w), starts, _i64(s), perm if perm is not None else _NULL, _i64(n_pos),
              _i32(cl_log2), _i32(items), out, carry_seg, carry_val, flag),
         )

@@ -14,10 +14,12 @@ blocks and run every launcher with its kernels looping.
 
 from __future__ import annotations
 
-__all__ = ["MAX_GRID_X", "MAX_GRID_Y", "blocks", "tiles"]
+__all__ = ["DEVICE_MAX_GRID_X", "MAX_GRID_X", "MAX_GRID_Y", "blocks", "launches", "tiles"]
 
 #: gridDim.x limit of compute capability 3.0 and later.
-MAX_GRID_X = 2**31 - 1
+DEVICE_MAX_GRID_X = 2**31 - 1
+#: The clamp :func:`blocks` applies (the tests shrink it; ``gs_segment_reduce`` checks the device limit).
+MAX_GRID_X = DEVICE_MAX_GRID_X
 #: gridDim.y (and z) limit.
 MAX_GRID_Y = 65535
 
@@ -32,3 +34,12 @@ def blocks(n: int, per_block: int = 256, limit: "int | None" = None) -> int:
     at least 1 and at most ``limit`` (default :data:`MAX_GRID_X`); the kernel loops over the rest."""
     cap = MAX_GRID_X if limit is None else min(int(limit), MAX_GRID_X)
     return max(1, min(tiles(n, per_block), cap))
+
+
+def launches(n: int, per_block: int = 256):
+    """``(first_block, blocks)`` of the launches that cover ``n`` items, ``per_block`` a block, for the
+    kernels that take a 64-bit base offset instead of looping (``gs_segment_reduce``'s ``tile_base``,
+    ``gs_sddmm``'s ``p_base``): one launch below :data:`MAX_GRID_X` blocks, more past it."""
+    total = max(1, tiles(n, per_block))
+    step = MAX_GRID_X
+    return [(first, min(step, total - first)) for first in range(0, total, step)]

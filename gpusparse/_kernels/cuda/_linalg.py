@@ -286,9 +286,12 @@ def sddmm(indptr, indices, a, bt, alpha=1):
     if indices.dtype not in (np.int32, np.int64):
         indices = indices.astype(_I64)
     kernel = get_function("sddmm", "gs_sddmm", (dtype, indices.dtype))
-    kernel((_blocks(nnz * 32),), (_THREADS,),
-           (rows, indices, cupy.ascontiguousarray(a), np.int64(a.shape[0]), cupy.ascontiguousarray(bt),
-            np.int64(bt.shape[0]), np.int64(nnz), np.int64(a.shape[1]), _scalar(alpha, dtype), out))
+    a, bt = cupy.ascontiguousarray(a), cupy.ascontiguousarray(bt)
+    per_block = _THREADS // 32  # one warp per entry
+    for first, count in _grid.launches(nnz, per_block):  # several launches past 2**31 - 1 blocks
+        kernel((count,), (_THREADS,),
+               (rows, indices, a, np.int64(a.shape[0]), bt, np.int64(bt.shape[0]), np.int64(nnz),
+                np.int64(a.shape[1]), _scalar(alpha, dtype), np.int64(first * per_block), out))
     return out
 
 
