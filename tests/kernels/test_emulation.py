@@ -127,8 +127,8 @@ _COMPRESS = """
 
 @pytest.fixture(scope="module")
 def write_past_the_end(tmp_path_factory) -> Path:
-    return planted_copy(tmp_path_factory.mktemp("oob"), "compress.cu", "if (r > n_rows) return;",
-                        "if (r > n_rows + 1) return;")
+    return planted_copy(tmp_path_factory.mktemp("oob"), "compress.cu", "if (r <= n_rows) {",
+                        "if (r <= n_rows + 1) {")
 
 
 def test_write_past_the_end_is_caught_by_the_guard_bytes(write_past_the_end):
