@@ -99,6 +99,19 @@ SEMIRING_MUL = ("times", "plus", "min", "max", "land", "pair", "first", "second"
 
 
 
+def c_strides(shape) -> tuple:
+    """C-order element strides of ``shape`` as Python ints, shared by both backends and the ops.
+
+    >>> c_strides((2, 3, 4))
+    (12, 4, 1)
+    """
+    strides, step = [], 1
+    for dim in reversed(shape):
+        strides.append(step)
+        step *= dim
+    return tuple(reversed(strides))
+
+
 def semiring_identity(add, dtype):
     """The identity of the add monoid ``add`` in ``dtype`` (a NumPy scalar), shared by both backends and the ops.
 

@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from gpusparse._device import device_scope, kernels_for, to_host, xp_for
+from gpusparse._kernels import c_strides  # noqa: F401  (part of this module's vocabulary: canonical.c_strides)
 
 __all__ = ["coalesce", "flag_sorted", "is_compressed_canonical", "make_compressed_canonical", "reorder", "sum_segments", "take_rows"]
 
@@ -29,15 +30,6 @@ def key_groups(shape) -> "list[tuple[int, int]]":
         size *= max(dim, 1)
     groups.append((start, len(shape)))
     return groups
-
-
-def c_strides(shape) -> tuple:
-    """C-order element strides of ``shape`` as Python ints."""
-    strides, step = [], 1
-    for dim in reversed(shape):
-        strides.append(step)
-        step *= dim
-    return tuple(reversed(strides))
 
 
 def key_bits(shape) -> int:

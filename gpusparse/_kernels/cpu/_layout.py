@@ -14,6 +14,7 @@ import math
 import numpy as np
 from numba import prange
 
+from gpusparse._kernels import c_strides
 from gpusparse._kernels._numba import jit, n_threads
 from gpusparse._kernels.cpu._common import PARALLEL_MIN, as_words, empty, read_only
 
@@ -39,7 +40,6 @@ def linearize(coords, shape):
 
     Returns keys (n,) int64 with C-order strides of ``shape``.
     """
-    from gpusparse.ops.canonical import c_strides
     out = empty(coords.shape[1], dtype=np.int64)
     last = np.maximum(np.asarray(shape, dtype=np.int64) - 1, 0)
     _linearize(read_only(coords), np.asarray(c_strides(shape), dtype=np.int64).reshape(-1), last.reshape(-1), out)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusparse._kernels import SEGMENT_OPS
+from gpusparse._kernels import SEGMENT_OPS, c_strides
 from gpusparse._kernels.cuda._backend import cupy, get_function
 from gpusparse._kernels.cuda._loader import OP_CODES
 from gpusparse._kernels.cuda import _grid, _merge, _reduce
@@ -131,14 +131,6 @@ def empty(shape, dtype):
     return cupy.empty(shape, dtype=dtype)
 
 
-def _c_strides(shape) -> "list[int]":
-    strides, step = [], 1
-    for extent in reversed(shape):
-        strides.append(step)
-        step *= extent
-    return strides[::-1]
-
-
 def linearize(coords, shape):
     """coords (d, n) int64 in ``shape[:d]``, prod(shape) < 2**63; coordinates out of range are clipped.
 
@@ -149,7 +141,7 @@ def linearize(coords, shape):
     coords = _index_array(coords)
     d, n = coords.shape
     shape = [int(e) for e in shape]
-    strides = _c_strides(shape)
+    strides = list(c_strides(shape))
     last = [max(e - 1, 0) for e in shape]
     keys = cupy.empty(n, dtype=_I64)
     if n == 0:

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusparse import _memory
+import gpusparse._memory as _memory
 from gpusparse._device import Device
 from gpusparse._errors import warn_efficiency
 from gpusparse._kernels.cuda import _cusparse, _grid
