@@ -154,7 +154,11 @@ def test_nanvar_nanstd_match_numpy(device, case, name, data, keepdims, ddof):
     # complex data with a complex dtype= returns complex values: gpusparse's stay real, as var's).
     extra = {"dtype": np.float64} if case.dtype.kind == "f" else {}
     x = case.build(device)
-    expected = quiet(getattr(np, name), case.dense(), axis=axis, ddof=ddof, **extra)
+    # The oracle computes in float64 from float64 data: NumPy's nanvar of float32 data with
+    # dtype=float64 subtracts the mean inside the float32 input (68.2237244 for var([0, 16.51953125]),
+    # whose exact value, which float64 gives, is 68.2237282).
+    dense = case.dense().astype(np.float64) if case.dtype.kind == "f" else case.dense()
+    expected = quiet(getattr(np, name), dense, axis=axis, ddof=ddof, **extra)
     compare(quiet(getattr(np, name), x, axis=axis, ddof=ddof, **extra), expected)
 
 
