@@ -24,6 +24,7 @@ from numba import prange
 from gpusparse._kernels._numba import jit, n_threads
 from gpusparse._kernels.cpu._common import PARALLEL_MIN, SPARE_STRIDE, as_words, empty, read_only, row_range
 from gpusparse._kernels.cpu._layout import offsets
+from gpusparse._kernels.cpu._linalg import run_chunks
 
 _HOW = {"union": 0, "intersection": 1}
 #: Chunks one thread walks in lockstep (see the module notes).
@@ -190,18 +191,16 @@ def _write_lanes(a, b, how, bounds, starts, keys, ia, ib, g):
         _write_intersection(a, b, i3, e3, j3, f3, n3, keys, ia, ib)
 
 
-@jit(parallel=True)
-def _merge_counts(a, b, how, bounds, counts):
-    for g in prange(counts.size // LANES):
-        # prange counts in uint64; an int64 group number shares the serial
-        # path's compiled _count_lanes instead of compiling a second one.
-        _count_lanes(a, b, how, bounds, np.int64(g), counts)
+@jit()
+def _merge_counts(a, b, how, bounds, counts, g_lo, g_hi):
+    for g in range(g_lo, g_hi):
+        _count_lanes(a, b, how, bounds, g, counts)
 
 
-@jit(parallel=True)
-def _merge_write(a, b, how, bounds, starts, keys, ia, ib):
-    for g in prange((starts.size - 1) // LANES):
-        _write_lanes(a, b, how, bounds, starts, keys, ia, ib, np.int64(g))  # as in _merge_counts
+@jit()
+def _merge_write(a, b, how, bounds, starts, keys, ia, ib, g_lo, g_hi):
+    for g in range(g_lo, g_hi):
+        _write_lanes(a, b, how, bounds, starts, keys, ia, ib, g)
 
 
 @jit()
@@ -239,11 +238,10 @@ def merge_sorted(a_keys, b_keys, how):
     bounds = empty((n_chunks + 1, 2), dtype=np.int64)
     _merge_bounds(a_keys, b_keys, bounds)
     counts = empty(n_chunks, dtype=np.int64)
-    serial = n_chunks == LANES  # no thread start-up for small inputs
-    if serial:
-        _count_lanes(a_keys, b_keys, code, bounds, 0, counts)
-    else:
-        _merge_counts(a_keys, b_keys, code, bounds, counts)
+    # Groups of LANES chunks run on the Python threads of run_chunks: a
+    # prange around them took 2-3 s more to compile.
+    a_keys, b_keys = read_only(a_keys), read_only(b_keys)
+    run_chunks(_merge_counts, n_chunks // LANES, a_keys, b_keys, code, bounds, counts)
     starts = offsets(counts)  # each chunk's first output
     n_out = int(starts[-1])
     # Spare slots past the outputs for the branch-free intersection walks.
@@ -251,10 +249,7 @@ def merge_sorted(a_keys, b_keys, how):
     keys = empty(capacity, dtype=np.int64)
     ia = empty(capacity, dtype=np.int64)
     ib = empty(capacity, dtype=np.int64)
-    if serial:
-        _write_lanes(a_keys, b_keys, code, bounds, starts, keys, ia, ib, 0)
-    else:
-        _merge_write(a_keys, b_keys, code, bounds, starts, keys, ia, ib)
+    run_chunks(_merge_write, n_chunks // LANES, a_keys, b_keys, code, bounds, starts, keys, ia, ib)
     return keys, ia, ib, np.asarray(n_out, dtype=np.int64)
 
 
