@@ -57,7 +57,10 @@ from pathlib import Path
 
 import numpy as np
 
-os.environ.setdefault("GPUSPARSE_CUDA_EMULATION", "1")
+if __name__ == "__main__":
+    # Run as a program: the emulated device unless the environment chose (read when gpusparse is
+    # imported). Never on import, which would switch every later subprocess of the importer too.
+    os.environ.setdefault("GPUSPARSE_CUDA_EMULATION", "1")
 
 __all__ = ["Case", "cases", "check", "main", "measure", "render_markdown"]
 
