@@ -19,7 +19,6 @@ from gpusparse._kernels.cpu._select import bucket_order, copy_segments, segment_
 from gpusparse._kernels.cpu._segment import run_starts, segment_ids, segment_reduce, segment_starts, sortedness
 from gpusparse._kernels.cpu._sort import sort_pairs
 from gpusparse._kernels.cpu._transpose import transpose_compressed
-from gpusparse._kernels.cpu._transpose import transpose_compressed
 
 __all__ = [
     "bucket_order",
@@ -44,7 +43,6 @@ __all__ = [
     "sort_pairs",
     "sortedness",
     "take_columns",
-    "transpose_compressed",
     "transpose_compressed",
     # products
     "sddmm",
