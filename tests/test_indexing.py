@@ -117,7 +117,7 @@ def _check_key(x, dense, key):
             x[key]
         return
     got = x[key]
-    if key == () and x.ndim == 0:  # the array itself, as CuPy, torch and the array API (NumPy: a scalar)
+    if isinstance(key, tuple) and key == () and x.ndim == 0:  # the array itself, as CuPy, torch and the array API (NumPy: a scalar)
         assert got is x
         return
     if np.ndim(expected) == 0 and not isinstance(expected, np.ndarray):
