@@ -180,3 +180,15 @@ def test_allocator_memory_error_is_renamed_once():
     with pytest.raises(MemoryError, match=r"^kron: the allocator refused memory \(MemoryError: boom\)"):
         with _memory.operation("kron"):
             raise MemoryError("boom")
+
+
+def test_sparsifying_dense_dimensions_is_charged_per_entry():
+    # A hybrid COO (one sparse dimension, a 600 x 600 dense block per entry) meets a fully sparse
+    # operand: its dense block becomes 720,000 stored entries of one value each (about 50 MB). The
+    # estimate once charged the whole block to every new entry (about 500 GB) and refused it.
+    rng = np.random.default_rng(0)
+    d = rng.random((2, 600, 600)) < 0.5
+    x = gs.COO(np.array([[0, 1]]), d, shape=d.shape, device="cpu")
+    y = gs.fromdense(d, device="cpu")
+    result = np.logical_and(x, y)
+    np.testing.assert_array_equal(result.todense(), d)

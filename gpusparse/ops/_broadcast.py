@@ -97,7 +97,10 @@ def _sparsify_dense_dims(x, count: int, target):
         data = xp.ascontiguousarray(xp.broadcast_to(data, (x.nnz,) + sizes + dense[count:]))
     block = math.prod(sizes)
     n = x.nnz * block
-    _require_entries(x, n, sd + count, np.dtype(x.dtype).itemsize * math.prod(dense), "making dense dimensions sparse")
+    # Each new entry keeps the dense dimensions after the first ``count`` (its values); counting all
+    # of ``dense`` per entry would charge the sparsified block twice (once in ``n``).
+    _require_entries(x, n, sd + count, np.dtype(x.dtype).itemsize * math.prod(dense[count:]),
+                     "making dense dimensions sparse")
     coords = xp.repeat(x.coords, block, axis=1)
     inner = xp.tile(xp.arange(block, dtype=np.int64), x.nnz)
     new_rows = k.delinearize(inner, sizes) if n else xp.zeros((count, 0), dtype=np.int64)
