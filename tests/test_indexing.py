@@ -239,6 +239,22 @@ def test_sparse_integer_index_selects_and_sparse_mask_is_rejected(device):
         x[x > 10]
 
 
+@pytest.mark.parametrize("shape, key", [
+    ((4,), (np.array([], bool),)),
+    ((2, 3), (np.array([], bool),)),
+    ((2, 3), (slice(None), np.array([], bool))),
+    ((0, 4, 4, 6), (Ellipsis, np.array([], bool), slice(None), 2, None)),
+])
+def test_empty_boolean_index_is_an_empty_integer_index(device, shape, key):
+    # NumPy takes a 1-d boolean index of size 0 as an empty integer index whatever the axis' size.
+    dense = (np.arange(int(np.prod(shape))).reshape(shape) % 3).astype(np.int64)
+    x = gs.fromdense(put(dense, device))
+    key = tuple(put(k, device) if isinstance(k, np.ndarray) else k for k in key)
+    expected = dense[tuple(to_host(k) if not isinstance(k, (slice, int, type(None), type(Ellipsis))) else k
+                           for k in key)]
+    assert_dense_equal(x[key].todense(), expected)
+
+
 def test_slice_step_zero():
     x = gs.fromdense(np.arange(4), device="cpu")
     with pytest.raises(ValueError, match="step cannot be zero"):

@@ -189,6 +189,10 @@ def _normalise(x, raw) -> _Key:
             items.append(item)
             dim += 1
             continue
+        if kind == "boolarr" and payload.ndim == 1 and payload.shape[0] == 0:
+            # NumPy takes an empty 1-d boolean index as an empty integer index, whatever the axis'
+            # size (np.arange(4)[np.array([], bool)] is empty): the same here.
+            kind, payload = "intarr", xp.zeros(0, dtype=np.int64)
         if kind == "boolarr":
             m = payload.ndim
             for j in range(m):
