@@ -19,7 +19,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import gpusparse as gs
-from _helpers import assert_dense_equal, assert_sparse_equal, check_invariants, components_on_host, dense_oracle
+from _helpers import assert_dense_equal, assert_sparse_equal, check_invariants, components_on_host, dense_oracle, put
 from gpusparse._device import to_host, xp_for
 from gpusparse._dtypes import VALUE_DTYPES
 from gpusparse.containers import COO
@@ -671,3 +671,16 @@ def test_concurrent_writers_serialise(device, fmt):
     errors = _race([add, add], [], rounds=30)
     assert not errors, errors[:3]
     assert_dense_equal(to_host(x.todense()), expected)
+
+
+def test_no_loop_for_the_dtypes_is_reported_before_the_output_shape(device):
+    # NumPy's order: ``bool &= float32`` has no loop (TypeError) even where the output's shape would
+    # also be refused (a (1,) output for a (1, 1) broadcast).
+    x = gs.COO(put(np.zeros((1, 0), np.int64), device), put(np.zeros(0, bool), device), shape=(1,))
+    y = gs.COO(put(np.zeros((2, 0), np.int64), device), put(np.zeros(0, np.float32), device), shape=(1, 1))
+    a = np.zeros(1, bool)
+    with pytest.raises(TypeError) as numpy_error:
+        a &= np.zeros((1, 1), np.float32)
+    with pytest.raises(TypeError, match="not supported for the input types") as ours:
+        x &= y
+    assert str(ours.value) == str(numpy_error.value)

@@ -188,6 +188,12 @@ def _result_dtypes(ufunc, inputs, kwargs) -> list:
     try:
         with np.errstate(all="ignore"):
             results = ufunc(*proxies, **extra)
+    except TypeError as exc:
+        # No loop for these dtypes (``bool &= float32``): NumPy reports that before the output's
+        # shape, so it is raised here, first; other refusals are left to the operation.
+        if "not supported for the input types" in str(exc):
+            raise
+        return [None] * ufunc.nout
     except Exception:  # noqa: BLE001 (the operation itself reports what it refuses)
         return [None] * ufunc.nout
     results = results if isinstance(results, tuple) else (results,)
