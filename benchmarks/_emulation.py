@@ -56,11 +56,14 @@ def install() -> bool:
         return False
     from gpusparse._kernels.cuda_emulation._array import cupy
     cuda = cupy.cuda
-    if not hasattr(cuda, "Event"):
-        cuda.Event = _Event
+    # Each piece on its own: the emulated namespace grows (it has streams and events of its own
+    # now), and whatever it lacks the timers need.
+    if not hasattr(cuda, "get_elapsed_time"):
+        cuda.Event = _Event  # host clocks, read by get_elapsed_time below
         cuda.get_elapsed_time = lambda start, end: (end.t - start.t) * 1e3
-        if getattr(cuda.Stream, "null", None) is None:
-            cuda.Stream.null = cuda.Stream()
+    if getattr(cuda.Stream, "null", None) is None:
+        cuda.Stream.null = cuda.Stream()
+    if not hasattr(cupy, "get_default_memory_pool"):
         pool = _Pool()
         cupy.get_default_memory_pool = lambda: pool
         cupy.get_default_pinned_memory_pool = lambda: pool
