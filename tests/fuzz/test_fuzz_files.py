@@ -29,6 +29,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import tempfile
 import zipfile
 
@@ -158,11 +159,33 @@ def _warm_up(directory) -> None:
                 pass
 
 
+#: Seconds one read may take in the child before it counts as a hang (a reader must never loop without bound).
+READ_TIMEOUT = 120
+
+
 class _Reader:
     """The parent's side of one child process, restarted when a case kills it."""
 
     def __init__(self):
         self.proc = None
+
+    def _readline(self):
+        """The child's next line, and whether it was killed for taking more than :data:`READ_TIMEOUT`."""
+        proc = self.proc
+        watchdog = threading.Timer(READ_TIMEOUT, proc.kill)
+        watchdog.start()
+        try:
+            line = proc.stdout.readline()
+        finally:
+            watchdog.cancel()
+        if line:
+            return line, False
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        return line, proc.returncode == -9  # our watchdog's SIGKILL (a crash gives its own signal)
 
     def run(self, case):
         """The child's report on ``case``; ``peer`` None where the peer refused the file or killed the child."""
@@ -172,14 +195,17 @@ class _Reader:
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=tests)
         self.proc.stdin.write(json.dumps(case) + "\n")
         self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
+        line, hung = self._readline()
         if not line:
             code = self.proc.wait()
             self.proc = None
+            if hung:
+                pytest.fail(f"reading a mutated {case['kind']} file ({case['suffix']}) hung: no answer in "
+                            f"{READ_TIMEOUT} s")
             pytest.fail(f"reading a mutated {case['kind']} file ({case['suffix']}) killed the reader: status {code}")
         out = json.loads(line)
         if out.pop("peer_follows"):
-            line = self.proc.stdout.readline()
+            line, _ = self._readline()  # a peer that hangs is killed: it refused the file
             if line:
                 out.update(json.loads(line))
             else:  # the peer crashed (SciPy's mmread does on some files): only validity is left to check
