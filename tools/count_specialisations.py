@@ -64,16 +64,7 @@ from numba.core.dispatcher import Dispatcher
 import gpusparse as gs
 from gpusparse.containers.coo import COO
 from gpusparse.ops import _validate
-
-def values(rng, n, dtype):
-    dtype = np.dtype(dtype)
-    if dtype.kind == "b":
-        return rng.random(n) < 0.7
-    if dtype.kind == "c":
-        return (rng.random(n) + 0.5 + 1j * rng.random(n)).astype(dtype)
-    if dtype.kind in "iu":
-        return rng.integers(1, 5, n).astype(dtype)
-    return (rng.random(n) + 0.5).astype(dtype)
+from gpusparse._warmup import _values as values  # the warmup's operand values, so both compile alike
 
 def canonical(rng, side, n, dtype):
     keys = np.unique(rng.integers(0, side * side, n))
