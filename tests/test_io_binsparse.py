@@ -363,3 +363,53 @@ def test_datasets_claiming_more_than_the_file_stores(tmp_path, storage, count):
     lines = out.stdout.splitlines()
     assert lines and lines[0].startswith(f"FileFormatError {path}: dataset"), out.stdout + out.stderr
     assert int(lines[-1].split()[1]) < 2**24  # bytes: nothing near the claim was allocated
+
+
+def _global_heap(path):
+    """The byte offset of the file's one global heap collection (the descriptor attribute's)."""
+    data = path.read_bytes()
+    assert data.count(b"GCOL") == 1, "the test expects one global heap collection"
+    return data.find(b"GCOL")
+
+
+def _damaged_copy(good_file, tmp_path, object_index, object_size):
+    """``good_file`` with the first object of its global heap rewritten to (index, size)."""
+    data = bytearray(good_file.read_bytes())
+    start = _global_heap(good_file)
+    data[start + 16:start + 18] = object_index.to_bytes(2, "little")
+    data[start + 24:start + 32] = object_size.to_bytes(8, "little")
+    damaged = tmp_path / "damaged.h5"
+    damaged.write_bytes(bytes(data))
+    return damaged
+
+
+@pytest.mark.parametrize("object_index, object_size, fault", [
+    (0, 0, "has size 0"),              # libhdf5's decoder stands still: the read never returned
+    (1, 2**20, "past the collection"),  # an object running out of its collection
+    (0, 2**63, "past the collection"),
+])
+def test_damaged_global_heap_is_refused_before_hdf5_reads_it(good_file, tmp_path, object_index, object_size, fault):
+    import subprocess
+    import sys
+    damaged = _damaged_copy(good_file, tmp_path, object_index, object_size)
+    # in a child with a deadline: before the check, the first case made libhdf5 spin forever
+    out = subprocess.run([sys.executable, "-c", _LIMITED, str(damaged)], capture_output=True, text=True, timeout=120)
+    lines = out.stdout.splitlines()
+    assert lines and lines[0].startswith(f"FileFormatError {damaged}: damaged HDF5 global heap"), out.stdout + out.stderr
+    assert fault in lines[0]
+    with h5py.File(damaged, "r") as f:  # the same refusal when the caller opened the file
+        with pytest.raises(FileFormatError, match="damaged HDF5 global heap"):
+            read_binsparse(f)
+
+
+def test_valid_global_heaps_pass_the_check(tmp_path, rng):
+    from gpusparse.io._hdf5_heaps import check_global_heaps
+    path = tmp_path / "many.h5"
+    with h5py.File(path, "w") as f:  # many variable-length strings: several objects, free space at the end
+        for i in range(50):
+            f.attrs[f"a{i}"] = "x" * int(rng.integers(0, 300))
+        f.create_dataset("strings", data=np.array(["a" * i for i in range(100)], dtype=h5py.string_dtype()))
+    check_global_heaps(path)
+    for name in ("empty.h5", "text.txt"):  # no heap at all: nothing to say
+        (tmp_path / name).write_bytes(b"" if name == "empty.h5" else b"GCOL\x01")
+        check_global_heaps(tmp_path / name)

@@ -49,6 +49,7 @@ from gpusparse.io._common import (
     is_path,
     place,
 )
+from gpusparse.io._hdf5_heaps import check_global_heaps
 
 __all__ = ["read_binsparse", "write_binsparse"]
 
@@ -422,6 +423,9 @@ def read_binsparse(path, dataset=None, device=None, *, check=True):
     """
     h5py = _h5py()
     name = describe(getattr(path, "filename", path))
+    on_disk = os.fspath(path) if is_path(path) else getattr(path, "filename", None)
+    if isinstance(on_disk, str) and os.path.isfile(on_disk):
+        check_global_heaps(on_disk, name)
     try:
         f = h5py.File(path, "r") if not isinstance(path, h5py.Group) else None
     except FileNotFoundError:
