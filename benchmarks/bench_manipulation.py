@@ -45,7 +45,7 @@ NAME = "manipulation"
 
 
 def _cases(ctx, inp):
-    from gpusparse.ops import manipulation as mp
+    from gpusparse.ops import shape as mp
     from gpusparse.ops import softmax as sm
     gpu = ctx.is_cuda
     n = inp.n

@@ -187,7 +187,7 @@ from gpusparse.ops.linalg import (
     sspaddmm,
     tensordot,
 )
-from gpusparse.ops.manipulation import (
+from gpusparse.ops.shape import (
     array_split,
     broadcast_to,
     concatenate,

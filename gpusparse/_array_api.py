@@ -36,7 +36,8 @@ import numpy as np
 
 from gpusparse._device import Device, as_device, cuda_status, default_device, device_scope, xp_for
 from gpusparse.ops import _numpy_functions as _npf
-from gpusparse.ops import canonical, convert, creation, elementwise, indexing, manipulation, reductions
+from gpusparse.ops import canonical, convert, creation, elementwise, indexing, reductions
+from gpusparse.ops import shape as shape_ops
 from gpusparse.containers._bound import bind as _bind_methods
 from gpusparse.ops import _methods  # noqa: F401 -- binds the operations the containers' methods call
 from gpusparse.ops._validate import check_axis
@@ -255,7 +256,7 @@ def meshgrid(*arrays, indexing="xy"):
         axis = (1 if i == 0 else 0 if i == 1 else i) if indexing == "xy" and n >= 2 else i
         shape = [1] * n
         shape[axis] = a.shape[0]
-        out.append(manipulation.broadcast_to(manipulation.reshape(a, tuple(shape)), tuple(sizes)))
+        out.append(shape_ops.broadcast_to(shape_ops.reshape(a, tuple(shape)), tuple(sizes)))
     return tuple(out)
 
 
@@ -301,7 +302,7 @@ def reshape(x, /, shape, *, copy=None):
 
 def expand_dims(x, /, axis=0):
     """``x`` with a new length-1 dimension at ``axis``."""
-    return manipulation.expand_dims(x, axis)
+    return shape_ops.expand_dims(x, axis)
 
 
 def _host_ints(values, name, argument):
@@ -325,7 +326,7 @@ def repeat(x, repeats, /, *, axis=None):
     """
     _require_sparse(x, "repeat")
     if axis is None:
-        x, axis = manipulation.reshape(x, (-1,)), 0
+        x, axis = shape_ops.reshape(x, (-1,)), 0
     axis = check_axis(axis, x.ndim)
     reps = _host_ints(repeats, "repeat", "repeats")
     if reps.ndim > 1 or reps.ndim == 1 and reps.size not in (1, x.shape[axis]):
@@ -338,7 +339,7 @@ def tile(x, repetitions, /):
     _require_sparse(x, "tile")
     reps = _host_ints(repetitions, "tile", "repetitions").reshape(-1)
     n = max(x.ndim, reps.size)
-    x = manipulation.reshape(x, (1,) * (n - x.ndim) + x.shape) if x.ndim < n else x
+    x = shape_ops.reshape(x, (1,) * (n - x.ndim) + x.shape) if x.ndim < n else x
     reps = np.concatenate([np.ones(n - reps.size, np.int64), reps])
     for axis, r in enumerate(reps):
         if r != 1:

@@ -65,7 +65,7 @@ fftfreq, rfftfreq = _frequencies("fftfreq"), _frequencies("rfftfreq")
 def _shift(x, axes, sign, name):
     from gpusparse.containers import SparseArray
     from gpusparse.ops._validate import check_axis
-    from gpusparse.ops.manipulation import roll
+    from gpusparse.ops.shape import roll
     if not isinstance(x, SparseArray):
         raise TypeError(f"{name}: x must be a gpusparse array, got {type(x).__name__}")
     axes = tuple(range(x.ndim)) if axes is None else (axes,) if isinstance(axes, (int, np.integer)) else axes

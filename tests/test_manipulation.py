@@ -14,7 +14,7 @@ from hypothesis.extra import numpy as hnp
 import gpusparse as gs
 from _helpers import CPU, assert_same_on_devices, assert_sparse_equal, check_invariants, put
 from gpusparse._dtypes import VALUE_DTYPES
-from gpusparse.ops import manipulation as mp
+from gpusparse.ops import shape as mp
 from gpusparse.ops.interop._common import pointer
 from strategies import CooCase, coo_cases, elements, fill_values
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import gpusparse as gs
 from _helpers import CPU, assert_same_on_devices, assert_sparse_equal, check_invariants, put
 from gpusparse._device import to_host
-from gpusparse.ops import manipulation as mp
+from gpusparse.ops import shape as mp
 from gpusparse.ops import masks, softmax, tf_ops
 from strategies import coo_cases
 

@@ -59,7 +59,7 @@ PRIMITIVES = (
     "gather",
     "take_columns",
     "transpose_compressed",
-    # runs of rows (gpusparse.ops.indexing, .manipulation)
+    # runs of rows (gpusparse.ops.indexing, .shape)
     "copy_segments",
     "segment_search",
     "bucket_order",

@@ -422,7 +422,7 @@ class SparseArray(InPlaceMixin, abc.ABC):
     def _repr_flags(self) -> str:
         return ""
 
-    # -- indexing and shape manipulation (gpusparse.ops.indexing, .manipulation)
+    # -- indexing and shape manipulation (gpusparse.ops.indexing, .shape)
     def __getitem__(self, key):
         """``x[key]`` with NumPy's rules on every dimension (see ``gpusparse.ops.indexing``)."""
         return ops.indexing.getitem(self, key)
@@ -434,33 +434,33 @@ class SparseArray(InPlaceMixin, abc.ABC):
     @property
     def T(self):
         """All axes reversed (a 2-D CSR becomes a CSC over the same arrays)."""
-        return self._cached("transpose", None, lambda: ops.manipulation.permute_dims(self))
+        return self._cached("transpose", None, lambda: ops.shape.permute_dims(self))
 
     @property
     def mT(self):
         """The last two axes swapped (the array API's ``matrix_transpose``)."""
-        return ops.manipulation.matrix_transpose(self)
+        return ops.shape.matrix_transpose(self)
 
     def transpose(self, *axes):
         """Permute the axes, NumPy-style: ``x.transpose(1, 0, 2)`` or ``x.transpose((1, 0, 2))``."""
         if len(axes) == 1 and not isinstance(axes[0], (int, np.integer)):
             axes = axes[0]
         axes = axes or None
-        return self._cached("transpose", _hashable(axes), lambda: ops.manipulation.permute_dims(self, axes))
+        return self._cached("transpose", _hashable(axes), lambda: ops.shape.permute_dims(self, axes))
 
     def swapaxes(self, axis1, axis2):
         """Interchange two axes (torch's ``transpose(dim0, dim1)``)."""
-        return ops.manipulation.swapaxes(self, axis1, axis2)
+        return ops.shape.swapaxes(self, axis1, axis2)
 
     def reshape(self, *shape):
         """The same elements in a new shape: ``x.reshape(2, -1)`` or ``x.reshape((2, -1))``."""
         if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
             shape = shape[0]
-        return self._cached("reshape", _hashable(shape), lambda: ops.manipulation.reshape(self, shape))
+        return self._cached("reshape", _hashable(shape), lambda: ops.shape.reshape(self, shape))
 
     def squeeze(self, axis=None):
         """Remove axes of length one."""
-        return ops.manipulation.squeeze(self, axis)
+        return ops.shape.squeeze(self, axis)
 
     def index_select(self, axis, index):
         """The slices ``index`` along ``axis`` (torch's ``index_select``)."""

@@ -62,7 +62,7 @@ def concatenate(arrays, axis=0):
     >>> c.todense(), c.fill_value
     (array([1., 1., 0., 0., 0.]), np.float64(1.0))
     """
-    from gpusparse.ops import comparison, creation, elementwise, manipulation
+    from gpusparse.ops import comparison, creation, elementwise, shape as shape_ops
     from gpusparse.containers import SparseArray
     arrays = list(arrays)
     ref = next((a for a in arrays if isinstance(a, SparseArray)), None)
@@ -77,7 +77,7 @@ def concatenate(arrays, axis=0):
             a.todense(), fill_value=fill, sparse_dim=a.sparse_dim, format=a.format, device=a.device)
         for a in arrays
     ]
-    return manipulation.concatenate(arrays, axis=axis)
+    return shape_ops.concatenate(arrays, axis=axis)
 
 
 def concatenate_records(fields, axis=0):

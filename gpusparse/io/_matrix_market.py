@@ -428,7 +428,7 @@ def _prepare(x, symmetry, field):
     """``(scipy matrix or ndarray, symmetry, field)`` ready for the engine; validates the arguments."""
     from gpusparse.containers import SparseArray
     from gpusparse.ops.interop import to_scipy
-    from gpusparse.ops.manipulation import tril
+    from gpusparse.ops.shape import tril
 
     if field is not None and field not in _FIELDS:
         raise ValueError(f"field must be one of {_FIELDS} or None, got {field!r}")

@@ -37,7 +37,7 @@ from gpusparse.ops.linalg.eigen import lobpcg
 from gpusparse.ops.linalg.linear_operator import aslinearoperator
 from gpusparse.ops.linalg.lowrank import get_approximate_basis, pca_lowrank, svd_lowrank
 from gpusparse.ops.linalg.norms import norm
-from gpusparse.ops.manipulation import matrix_transpose
+from gpusparse.ops.shape import matrix_transpose
 
 __all__ = [
     "aslinearoperator",

@@ -17,8 +17,8 @@ from gpusparse.ops import (
     indexing,
     inplace,
     linalg,
-    manipulation,
     reductions,
+    shape,
 )
 
 __all__ = []
@@ -33,6 +33,6 @@ bind(
     indexing=indexing,
     inplace=inplace,
     linalg=linalg,
-    manipulation=manipulation,
     reductions=reductions,
+    shape=shape,
 )

@@ -53,7 +53,7 @@ def diff(x, /, *, axis=-1, n=1, prepend=None, append=None):
     array([[-1,  0, -2]])
     """
     from gpusparse.ops.indexing import getitem
-    from gpusparse.ops.manipulation import concatenate
+    from gpusparse.ops.shape import concatenate
     _require_sparse(x, "diff")
     try:
         n = operator.index(n)

@@ -146,7 +146,7 @@ def _permute(x, labels, order):
         return x
     perm = tuple(labels.index(c) for c in order)
     if _is_sparse(x):
-        from gpusparse.ops.manipulation import permute_dims
+        from gpusparse.ops.shape import permute_dims
         return permute_dims(x, perm)
     return x.transpose(perm)
 
@@ -155,7 +155,7 @@ def _reshape(x, shape):
     if tuple(x.shape) == tuple(shape):
         return x
     if _is_sparse(x):
-        from gpusparse.ops.manipulation import reshape
+        from gpusparse.ops.shape import reshape
         return reshape(x, shape)
     return x.reshape(shape)
 

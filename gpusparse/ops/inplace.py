@@ -111,7 +111,7 @@ def prepare(x, result, name, casting="same_kind", shape=None):
         ``result`` may broadcast (NumPy's outputs).
     """
     from gpusparse.containers import SparseArray
-    from gpusparse.ops import manipulation
+    from gpusparse.ops import shape as shape_ops
     if not isinstance(result, SparseArray):
         raise ValueError(
             f"{name}: the result is a dense {type(result).__name__}, which a sparse array cannot hold "
@@ -129,14 +129,14 @@ def prepare(x, result, name, casting="same_kind", shape=None):
             full = result.shape
         if full != x.shape:
             raise _non_broadcastable(x.shape, full)
-        result = manipulation.broadcast_to(result, x.shape)
+        result = shape_ops.broadcast_to(result, x.shape)
     if result.dtype != x.dtype:
         if not np.can_cast(result.dtype, x.dtype, casting=casting):
             raise _casting_error(name, result.dtype, x.dtype, casting)
         result = result.astype(x.dtype, copy=False)
     if result.format != x.format:
         if result.sparse_dim < 2 <= result.ndim:
-            result = manipulation.sparsify(result, 2)
+            result = shape_ops.sparsify(result, 2)
         if result.sparse_dim > 2:
             result = _two_sparse_dims(result)
         result = result.asformat(x.format)
@@ -347,13 +347,13 @@ def copied(x, src):
 
 def transposed(x, dim0=None, dim1=None):
     """``x`` with two axes swapped; ``dim0=None``: torch's ``t()`` (at most 2-D, 0-D and 1-D as they are)."""
-    from gpusparse.ops import manipulation
+    from gpusparse.ops import shape as shape_ops
     if dim0 is None:
         if x.ndim > 2:
             raise ValueError(f"t_() expects an array with at most 2 dimensions, got shape {x.shape}; "
                              "use transpose_(dim0, dim1)")
-        return x if x.ndim < 2 else manipulation.swapaxes(x, 0, 1)
-    return manipulation.swapaxes(x, dim0, dim1)
+        return x if x.ndim < 2 else shape_ops.swapaxes(x, 0, 1)
+    return shape_ops.swapaxes(x, dim0, dim1)
 
 
 # --------------------------------------------------------------------------

@@ -142,7 +142,7 @@ def topk(x, k, axis=-1, largest=True, sorted=True):
     """
     from gpusparse.containers import SparseArray
     from gpusparse.ops._broadcast import as_coo
-    from gpusparse.ops.manipulation import sparsify
+    from gpusparse.ops.shape import sparsify
     if not isinstance(x, SparseArray):
         raise TypeError(f"x must be a gpusparse array, got {type(x).__name__}")
     if x.dtype.kind == "c":

@@ -103,7 +103,7 @@ def reset_shape(x, new_shape=None):
                 )
     from gpusparse.containers import COO
     if shape[S:] != coo.shape[S:]:
-        from gpusparse.ops.manipulation import _for_padding
+        from gpusparse.ops.shape._common import _for_padding
         coo = _for_padding(coo)
     data = coo.data
     if shape[S:] != coo.shape[S:]:

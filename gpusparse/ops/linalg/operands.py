@@ -297,7 +297,7 @@ def all_sparse(x):
     """``x`` with every dense dimension made sparse (each stored block becomes entries)."""
     if x.dense_dim == 0:
         return x
-    from gpusparse.ops.manipulation import sparsify
+    from gpusparse.ops.shape import sparsify
     return sparsify(x, x.ndim)
 
 

@@ -300,7 +300,7 @@ def smm(mat1, mat2):
     >>> smm(a, np.ones((2, 3))).todense().tolist()
     [[0.0, 0.0, 0.0], [2.0, 2.0, 2.0]]
     """
-    from gpusparse.ops.manipulation import sparsify
+    from gpusparse.ops.shape import sparsify
     return sparsify(hspmm(mat1, mat2), 2)
 
 
