@@ -53,6 +53,7 @@ from gpusparse.autograd._api import (
 )
 from gpusparse.autograd._lowrank import pca_lowrank, svd_lowrank
 from gpusparse.autograd._parts import COOParts, CSCParts, CSRParts
+from gpusparse.autograd._semiring import mxm, mxv
 
 __all__ = [
     "COOParts",
@@ -65,6 +66,8 @@ __all__ = [
     "mm",
     "mul",
     "mv",
+    "mxm",
+    "mxv",
     "pca_lowrank",
     "sampled_addmm",
     "softmax",

@@ -345,14 +345,10 @@ def _reduce_backward(ctx, grad):
         gb = _spmm(layout, index, values, shape, g, True) if ctx.needs_input_grad[4] else None
         return None, _none(index), gv, None, gb, None
     # max / min: the gradient goes through the first entry of each row reaching the extreme
-    nnz, n = values.shape[0], b.shape[1]
+    from gpusparse.autograd._semiring import first_extreme_terms
     b_at = b.index_select(0, cols)
     products = values[:, None] * b_at
-    position = torch.arange(nnz, device=values.device)[:, None].expand(nnz, n)
-    winner = torch.where(products == out.index_select(0, rows), position, nnz)
-    first = torch.full((shape[0], n), nnz, device=values.device, dtype=position.dtype)
-    first = first.scatter_reduce(0, rows[:, None].expand(nnz, n), winner, "amin")
-    g_at = torch.where(first.index_select(0, rows) == position, grad.index_select(0, rows), 0)
+    g_at = torch.where(first_extreme_terms(rows, products, out), grad.index_select(0, rows), 0)
     gv = (g_at * b_at).sum(1) if ctx.needs_input_grad[2] else None
     gb = torch.zeros_like(b).index_add(0, cols, g_at * values[:, None]) if ctx.needs_input_grad[4] else None
     return None, _none(index), gv, None, gb, None
