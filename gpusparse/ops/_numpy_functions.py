@@ -548,7 +548,7 @@ def _norm(x, ord=None, axis=None, keepdims=False):
 
 def _vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     from gpusparse.linalg import norm
-    from gpusparse.ops.reductions import normalize_axes
+    from gpusparse.ops.reductions.arguments import normalize_axes
     axes = normalize_axes(axis, x.ndim)
     rest = tuple(d for d in range(x.ndim) if d not in axes)
     flat = manipulation.reshape(manipulation.permute_dims(x, rest + axes),
