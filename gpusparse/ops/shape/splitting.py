@@ -75,7 +75,7 @@ def array_split(x, indices_or_sections, axis=0):
 
 
 def _split(x, bounds, axis):
-    from gpusparse.ops.indexing import getitem
+    from gpusparse.ops.indexing.subscript import getitem
     lead = (slice(None),) * axis
     disjoint = all(max(a1, b1) <= a2 for (a1, b1), (a2, _) in zip(bounds[:-1], bounds[1:]))
     if x.format != "coo" or axis >= x.sparse_dim or len(bounds) <= 2 or not disjoint:
