@@ -279,7 +279,7 @@ class CSR(_Compressed):
         Starts at 0, non-decreasing, ends at nnz.
     indices : array_like, shape (nnz,)
         Column index of each entry.
-    data : array_like, shape (nnz, *dense_shape)
+    data : array_like, shape ``(nnz, *dense_shape)``
         Values; trailing dimensions are dense (hybrid CSR).
     shape : tuple of int, optional
         ``(n_rows, n_cols, *dense_shape)``. Inferred when omitted, as

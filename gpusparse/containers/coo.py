@@ -18,7 +18,7 @@ class COO(SparseArray):
         Integer coordinates of the stored entries; any DLPack producer
         (NumPy, CuPy, torch, JAX) is used without copying when it is int64
         and C-contiguous. A 1-D array is taken as one sparse dimension.
-    data : array_like, shape (nnz, *dense_shape)
+    data : array_like, shape ``(nnz, *dense_shape)``
         The stored values. Trailing dimensions beyond the first are dense
         dimensions of the array (torch's hybrid tensors). A scalar is
         broadcast to every entry.

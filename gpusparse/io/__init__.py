@@ -9,13 +9,13 @@ Importing :mod:`gpusparse.io` imports none of the engines: each function
 imports its own on first use and raises ``ImportError`` naming the ``io``
 extra (``pip install "gpusparse[io]"``) when it is missing.
 
-======================  ==================================  ==========================
-format                  read                                write
-======================  ==================================  ==========================
-``.npz`` (SciPy/pydata) :func:`load_npz`                    :func:`save_npz`
-Matrix Market           :func:`mmread`, :func:`mminfo`      :func:`mmwrite`
-binsparse (HDF5)        :func:`read_binsparse`              :func:`write_binsparse`
-======================  ==================================  ==========================
+=======================  ==================================  ==========================
+format                   read                                write
+=======================  ==================================  ==========================
+``.npz`` (SciPy/pydata)  :func:`load_npz`                    :func:`save_npz`
+Matrix Market            :func:`mmread`, :func:`mminfo`      :func:`mmwrite`
+binsparse (HDF5)         :func:`read_binsparse`              :func:`write_binsparse`
+=======================  ==================================  ==========================
 
 Bad files raise :class:`FileFormatError` (a ``ValueError``) naming the file
 and the line or field at fault; writes to a path are atomic.
