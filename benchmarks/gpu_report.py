@@ -48,7 +48,7 @@ GPU memory as it needs it instead of 75 % of it in the first process).
     ``python3 -m benchmarks.run --device cuda --target-time 0.2 --only
     bench_<module> --size <size>`` once per module, each in its own process,
     most important first (:data:`BENCH_CUDA_PLAN`: linalg, coalesce,
-    elementwise, reductions, indexing, manipulation, autograd, io, dask;
+    elementwise, reductions, indexing, manipulation, autograd, io, dask, graph;
     ``--bench-modules``). The stage's time is split in the plan's shares
     (:func:`bench_cuda_plan`); a module may use its share plus what the
     earlier ones left, so one that overruns costs only its own rows. Rows
@@ -139,6 +139,7 @@ BENCH_CUDA_PLAN = (
     ("autograd", 2**17, 22),
     ("io", 2**21, 14),
     ("dask", 2**20, 14),
+    ("graph", 2**14, 14),
 )
 NOMINAL_BENCH_S = 250
 #: seconds a module needs besides its cases: the process, the imports, stopping it
