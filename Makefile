@@ -1,7 +1,7 @@
 # gpusparse: set-up, tests, demo and benchmarks.
 #
 #   make demo         create .venv if needed, install, run python -m gpusparse.demo
-#   make test         kernels-check, wheel-check, pytest, then emulation-test (in .venv)
+#   make test         kernels-check, wheel-check, pytest, emulation-test, ..., docs (in .venv)
 #   make kernels-check  compile every cuda_kernels/*.cu with nvcc (warnings as errors), print each
 #                     kernel's ptxas resources and occupancy, check tools/kernel_budgets.json
 #                     (skipped without nvcc)
@@ -16,6 +16,8 @@
 #   make gpu-report   GPU report with the system python3 (no venv, no network): the CUDA tests
 #                     and the CUDA benchmarks in one command of at most 540 s (GPU_REPORT_ARGS="--stages ...")
 #   make gpu-report-emulate  the GPU report's whole plan on the emulated device at tiny sizes (CI)
+#   make docs         the documentation site (Sphinx, warnings as errors) into build/docs/html,
+#                     then the pages' examples with the doctest builder
 #   make clean        remove build outputs and caches; make distclean also removes .venv
 #
 # Variables: PYTHON (the interpreter that creates the venvs), VENV, EXTRAS
@@ -39,7 +41,7 @@ PKGCHECK := build/pkgcheck
 stamp     = $(VENV)/.installed-$(subst $(comma),-,$(1))
 
 .DEFAULT_GOAL := help
-.PHONY: help venv demo test kernels-check wheel-check pytest emulation-test emulation-memcheck fuzz bench \
+.PHONY: help venv demo test kernels-check wheel-check pytest emulation-test emulation-memcheck fuzz bench docs \
 	gpu-report gpu-report-emulate gpu-cost clean distclean
 
 help:
@@ -58,7 +60,7 @@ venv: $(call stamp,$(EXTRAS))
 demo: $(call stamp,demo)
 	$(BIN)/python -m gpusparse.demo $(DEMO_ARGS)
 
-test: kernels-check wheel-check pytest emulation-test gpu-cost gpu-report-emulate
+test: kernels-check wheel-check pytest emulation-test gpu-cost gpu-report-emulate docs
 
 kernels-check:
 	bash tools/check_cuda_kernels.sh
@@ -124,6 +126,13 @@ gpu-report-emulate: $(call stamp,$(EXTRAS))
 # whose kernels it reuses from the compile cache.
 gpu-cost: $(call stamp,$(EXTRAS))
 	GPUSPARSE_CUDA_EMULATION=1 $(BIN)/python -m benchmarks.gpu_cost --check $(GPU_COST_ARGS)
+
+# The documentation site: HTML into build/docs/html (open build/docs/html/index.html), then the
+# doctest builder runs the pages' examples. Warnings (docstring markup included) are errors.
+DOCS_EXTRAS := $(if $(filter docs,$(subst $(comma), ,$(EXTRAS))),$(EXTRAS),$(EXTRAS),docs)
+docs: $(call stamp,$(DOCS_EXTRAS))
+	$(BIN)/sphinx-build -W --keep-going -b html docs build/docs/html
+	$(BIN)/sphinx-build -W --keep-going -b doctest docs build/docs/doctest
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .hypothesis
