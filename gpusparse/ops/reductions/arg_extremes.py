@@ -105,7 +105,7 @@ def _arg_axis(coo, axis, fill, fill_nan, is_max, k, xp):
         if not kept:
             return xp.asarray(0, dtype=np.int64)
         return sparse_result(xp.zeros((len(kept), 0), np.int64), xp.zeros(0, np.int64), out_shape, 0,
-                           coo.device, xp, drop=False)
+                             coo.device, xp, drop=False)
     if kept:
         perm, starts, ids, group_coords = group_by_kept(coo, kept, k, xp)
     else:
@@ -167,7 +167,7 @@ def argmin(x, axis=None, out=None, *, keepdims=False):
 
 def _nan_arg(x, axis, keepdims, name):
     from gpusparse.containers import SparseArray
-    from gpusparse.ops.elementwise import elemwise
+    from gpusparse.ops.elementwise.dispatch import elemwise
     plain = name[3:]
     if x.dtype.kind not in "fc":
         return _arg(x, axis, keepdims, plain)

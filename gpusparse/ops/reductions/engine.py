@@ -131,12 +131,12 @@ def _empty_reduction(x, axes, value, dtype, xp):
         return xp.full(kept_dense_shape, value, dtype=dtype)
     out_shape = tuple(x.shape[a] for a in kept_sparse) + kept_dense_shape
     return sparse_result(xp.zeros((len(kept_sparse), 0), np.int64), xp.zeros((0,) + kept_dense_shape, dtype),
-                       out_shape, value, x.device, xp, drop=False)
+                         out_shape, value, x.device, xp, drop=False)
 
 
 def _with_initial(result, mono, initial, dtype, xp):
     from gpusparse.containers import SparseArray
-    from gpusparse.ops.elementwise import elemwise
+    from gpusparse.ops.elementwise.dispatch import elemwise
     if isinstance(result, SparseArray):
         return elemwise(mono.ufunc, result, np.asarray(initial).astype(dtype)[()])
     return dense_result(mono.fold(result, xp.asarray(np.asarray(initial).astype(dtype)), xp), dtype, result.shape, xp)
@@ -183,7 +183,7 @@ def _reduce_core(x, mono, axes, out_dtype, k, xp):
     # 2c. Some sparse axes reduced: segments of the kept coordinates.
     if nnz == 0:
         return sparse_result(xp.zeros((len(kept_sparse), 0), np.int64), data[:0], out_shape, out_fill,
-                           x.device, xp, drop=False)
+                             x.device, xp, drop=False)
     values = data.reshape(nnz, -1)
     kept_shape = tuple(x.shape[a] for a in kept_sparse)
     if mono.kernel_op in _BY_KEY_OPS and math.prod(kept_shape) <= _BY_KEY_FACTOR * nnz:

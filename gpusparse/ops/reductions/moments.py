@@ -33,7 +33,7 @@ def mean_dtype(dtype, requested):
 
 def _divide(result, n, xp):
     from gpusparse.containers import SparseArray
-    from gpusparse.ops.elementwise import elemwise
+    from gpusparse.ops.elementwise.dispatch import elemwise
     if isinstance(result, SparseArray):
         return elemwise(np.true_divide, result, n)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -93,7 +93,7 @@ def std(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
 def moment(x, axis, dtype, ddof, keepdims, name, skip_nan=False):
     """The variance (``name`` ending in ``var``) or standard deviation over ``axis``; NaN skipped if ``skip_nan``."""
     from gpusparse.containers import SparseArray
-    from gpusparse.ops.elementwise import elemwise
+    from gpusparse.ops.elementwise.dispatch import elemwise
     axes = normalize_axes(axis, x.ndim)
     dt = mean_dtype(x.dtype, dtype)
     real_dt = np.dtype(dt.char.lower()) if dt.kind == "c" else dt
@@ -151,8 +151,8 @@ def _moment_core(x, axes, n, ddof, real_dt, k, xp):
         out_fill = np.asarray(n * _sq_dev(fill, fill_mean, np) / divisor).astype(real_dt)[()]
         if x.nnz == 0:
             return sparse_result(xp.zeros((len(kept_sparse), 0), np.int64),
-                               xp.zeros((0,) + kept_dense_shape, real_dt), out_shape, out_fill, x.device, xp,
-                               drop=False)
+                                 xp.zeros((0,) + kept_dense_shape, real_dt), out_shape, out_fill, x.device, xp,
+                                 drop=False)
         perm, starts, ids, group_coords = group_by_kept(x, kept_sparse, k, xp)
         values = x.data.reshape(x.nnz, -1)
         ordered = values if perm is None else xp.take(values, perm, axis=0)
@@ -204,8 +204,8 @@ def _nan_moment_core(x, axes, n, ddof, real_dt, k, xp):
             out_fill = nan
         if x.nnz == 0:
             return sparse_result(xp.zeros((len(kept_sparse), 0), np.int64),
-                               xp.zeros((0,) + kept_dense_shape, real_dt), out_shape, out_fill, x.device, xp,
-                               drop=False)
+                                 xp.zeros((0,) + kept_dense_shape, real_dt), out_shape, out_fill, x.device, xp,
+                                 drop=False)
         perm, starts, ids, group_coords = group_by_kept(x, kept_sparse, k, xp)
         values = x.data.reshape(x.nnz, -1)
         ordered = values if perm is None else xp.take(values, perm, axis=0)

@@ -22,7 +22,7 @@ _KERNEL_OPS = {
     "logical_or": "any", "logical_and": "all",
 }
 IDEMPOTENT = ("maximum", "minimum", "fmax", "fmin", "logical_and", "logical_or",
-               "bitwise_and", "bitwise_or", "gcd")
+              "bitwise_and", "bitwise_or", "gcd")
 
 
 class Monoid:

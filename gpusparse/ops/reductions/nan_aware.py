@@ -34,7 +34,7 @@ class _ReplaceNan:
 
 def nan_to(x, value):
     """``x`` with NaN (in the values and the fill value) replaced by ``value``."""
-    from gpusparse.ops.elementwise import elemwise
+    from gpusparse.ops.elementwise.dispatch import elemwise
     if x.dtype.kind not in "fc":
         return x
     return elemwise(_ReplaceNan(value), x)
@@ -68,7 +68,7 @@ def nanprod(x, axis=None, dtype=None, out=None, keepdims=False, initial=NO_VALUE
 
 def _nan_extreme(x, axis, keepdims, name, initial):
     from gpusparse.containers import SparseArray
-    from gpusparse.ops.elementwise import elemwise
+    from gpusparse.ops.elementwise.dispatch import elemwise
     if x.dtype.kind not in "fc":
         return (max if name == "nanmax" else min)(x, axis=axis, keepdims=keepdims, initial=initial)
     axes = normalize_axes(axis, x.ndim)
@@ -124,7 +124,7 @@ def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     array(1.5)
     """
     from gpusparse.containers import SparseArray
-    from gpusparse.ops.elementwise import elemwise
+    from gpusparse.ops.elementwise.dispatch import elemwise
     check_unsupported(out, where, "nanmean")
     if x.dtype.kind not in "fc":
         return mean(x, axis=axis, dtype=dtype, keepdims=keepdims)

@@ -43,7 +43,7 @@ def _truthy(x):
     """``x != 0`` as a bool sparse array (coalesced first: duplicates may cancel)."""
     if x.dtype == np.bool_:
         return x
-    from gpusparse.ops.elementwise import elemwise
+    from gpusparse.ops.elementwise.dispatch import elemwise
     return elemwise(np.not_equal, x, x.dtype.type(0))
 
 
