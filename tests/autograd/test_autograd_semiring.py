@@ -305,3 +305,22 @@ def test_opcheck(semiring, masked):
     torch.library.opcheck(torch.ops.gpusparse.semiring_mm, ("csr", index, v, [5, 4], b, semiring, allowed),
                           test_utils=("test_schema", "test_autograd_registration", "test_faketensor",
                                       "test_aot_dispatch_dynamic"))
+
+
+def test_compiles_fullgraph():
+    """A parts-tuple operand traces under ``torch.compile(fullgraph=True)``, forward and backward."""
+    i = torch.tensor([[0, 1, 1], [1, 0, 2]])
+    b = torch.randn(3, 2, generator=_gen(0), dtype=F64)
+    mask = torch.tensor([[True, False], [True, True]])
+
+    def f(v, b):
+        return ga.mxm(ga.COOParts(i, v, (2, 3), True), b, "max_plus", mask=mask).sum()
+
+    grads = []
+    for fn in (f, torch.compile(f, fullgraph=True)):
+        v, bl = torch.tensor([1.0, 2.0, 3.0], dtype=F64, requires_grad=True), b.clone().requires_grad_()
+        out = fn(v, bl)
+        out.backward()
+        grads.append((out.detach(), v.grad, bl.grad))
+    for got, want in zip(grads[1], grads[0]):
+        torch.testing.assert_close(got, want)
