@@ -1,8 +1,8 @@
-"""Copy the latest CPU benchmark summary into README.md.
+"""Copy the latest CPU benchmark summary into the documentation's benchmark page.
 
 Usage, from the repository root::
 
-    python tools/update_readme_bench.py [--readme README.md] [--results benchmarks/results]
+    python tools/update_readme_bench.py [--page docs/benchmarks.md] [--results benchmarks/results]
                                         [--source FILE.md] [--check]
 
 Finds the newest ``benchmarks/results/<YYYY-MM-DD>-cpu-*.md`` written by
@@ -10,7 +10,9 @@ Finds the newest ``benchmarks/results/<YYYY-MM-DD>-cpu-*.md`` written by
 JSON beside it; quick runs and runs of only some of the modules are
 ignored), or takes ``--source``; takes its
 summary (the text between ``<!-- summary:start -->`` and
-``<!-- summary:end -->``) and puts it in the README between the markers::
+``<!-- summary:end -->``) and puts it in the page (``docs/benchmarks.md``
+unless ``--page`` names another file; ``--readme`` is the older name of the
+option) between the markers::
 
     <!-- bench-table -->
     ...replaced...
@@ -18,8 +20,8 @@ summary (the text between ``<!-- summary:start -->`` and
 
 A second ``<!-- bench-table -->`` also works as the closing marker. With only
 the opening marker, the table goes right after it and the closing marker is
-added. ``--check`` changes nothing and exits with 1 if the README is out of
-date. Exits with 2 when the README has no marker or there is no result.
+added. ``--check`` changes nothing and exits with 1 if the page is out of
+date. Exits with 2 when the page has no marker or there is no result.
 
 Examples
 --------
@@ -44,6 +46,8 @@ START = "<!-- bench-table -->"
 ENDS = ("<!-- /bench-table -->", "<!-- bench-table -->", "<!-- end bench-table -->")
 SUMMARY_START = "<!-- summary:start -->"
 SUMMARY_END = "<!-- summary:end -->"
+#: The page that holds the benchmark tables, relative to the repository root.
+PAGE = os.path.join("docs", "benchmarks.md")
 _RESULT = re.compile(r"^(\d{4}-\d{2}-\d{2})-cpu-.*\.md$")
 
 
@@ -95,7 +99,7 @@ def insert_table(readme: str, table: str) -> str:
     """``readme`` with ``table`` between the bench-table markers (ValueError without them)."""
     start = readme.find(START)
     if start < 0:
-        raise ValueError(f"README has no {START} marker")
+        raise ValueError(f"no {START} marker")
     body = start + len(START)
     ends = [(readme.find(e, body), e) for e in ENDS]
     ends = [(pos, e) for pos, e in ends if pos >= 0]
@@ -110,10 +114,11 @@ def insert_table(readme: str, table: str) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--readme", default="README.md")
+    p.add_argument("--page", "--readme", dest="page", default=PAGE,
+                   help=f"the Markdown file with the bench-table markers (default {PAGE})")
     p.add_argument("--results", default=os.path.join("benchmarks", "results"))
     p.add_argument("--source", help="a results .md to use instead of the newest CPU one")
-    p.add_argument("--check", action="store_true", help="exit 1 if the README is out of date")
+    p.add_argument("--check", action="store_true", help="exit 1 if the page is out of date")
     args = p.parse_args(argv)
     source = args.source or latest_cpu_result(args.results)
     if source is None:
@@ -125,21 +130,21 @@ def main(argv=None) -> int:
         print(f"{source} has no summary markers", file=sys.stderr)
         return 2
     try:
-        with open(args.readme) as f:
-            readme = f.read()
-        updated = insert_table(readme, table)
+        with open(args.page) as f:
+            page = f.read()
+        updated = insert_table(page, table)
     except (OSError, ValueError) as exc:
-        print(f"{args.readme}: {exc}", file=sys.stderr)
+        print(f"{args.page}: {exc}", file=sys.stderr)
         return 2
-    if updated == readme:
-        print(f"{args.readme} is up to date with {os.path.basename(source)}")
+    if updated == page:
+        print(f"{args.page} is up to date with {os.path.basename(source)}")
         return 0
     if args.check:
-        print(f"{args.readme} is out of date; run python tools/update_readme_bench.py", file=sys.stderr)
+        print(f"{args.page} is out of date; run python tools/update_readme_bench.py", file=sys.stderr)
         return 1
-    with open(args.readme, "w") as f:
+    with open(args.page, "w") as f:
         f.write(updated)
-    print(f"{args.readme}: inserted the summary of {os.path.basename(source)}")
+    print(f"{args.page}: inserted the summary of {os.path.basename(source)}")
     return 0
 
 
