@@ -34,7 +34,7 @@ found and run in name order (``--only`` filters by name). It defines:
 ``summarize(rows) -> str`` (optional)
     A Markdown summary; it goes between ``<!-- summary:start -->`` and
     ``<!-- summary:end -->``, which ``tools/update_readme_bench.py`` copies
-    into the README.
+    into docs/benchmarks.md.
 ``details(rows) -> str`` (optional)
     A Markdown table of every row; a generic one otherwise.
 ``NAME`` (optional)
