@@ -35,9 +35,11 @@ from typing import NamedTuple
 import numpy as np
 
 from gpusparse._device import Device, as_device, cuda_status, default_device, device_scope, xp_for
-from gpusparse.ops import _numpy_functions as _npf
 from gpusparse.ops import canonical, convert, creation, elementwise, indexing, reductions
 from gpusparse.ops import shape as shape_ops
+from gpusparse.ops.numpy import dtypes as _numpy_dtypes
+from gpusparse.ops.numpy import products as _numpy_products
+from gpusparse.ops.numpy import shapes as _numpy_shapes
 from gpusparse.containers._bound import bind as _bind_methods
 from gpusparse.ops import _methods  # noqa: F401 -- binds the operations the containers' methods call
 from gpusparse.ops._validate import check_axis
@@ -147,12 +149,12 @@ def iinfo(type, /):  # noqa: A002
 
 def result_type(*arrays_and_dtypes):
     """The dtype the arguments promote to (NumPy's rules; arrays stand for their dtypes)."""
-    return _npf._result_type(*arrays_and_dtypes)
+    return _numpy_dtypes._result_type(*arrays_and_dtypes)
 
 
 def can_cast(from_, to, /):
     """Whether ``from_`` (a dtype or an array) casts safely to ``to``."""
-    return _npf._can_cast(from_, to)
+    return _numpy_dtypes._can_cast(from_, to)
 
 
 def astype(x, dtype, /, casting="unsafe", copy=True, *, device=None):
@@ -287,17 +289,17 @@ def from_dlpack(x, /, *, device=None, copy=None):
 
 def concat(arrays, /, *, axis=0):
     """Join arrays along ``axis`` (``None``: flattened first): :func:`gpusparse.concatenate`."""
-    return _npf._concatenate(arrays, axis=axis)
+    return _numpy_shapes._concatenate(arrays, axis=axis)
 
 
 def broadcast_arrays(*arrays):
     """The arrays broadcast to their common shape (sparse stay sparse)."""
-    return tuple(_npf._broadcast_arrays(*arrays))
+    return tuple(_numpy_shapes._broadcast_arrays(*arrays))
 
 
 def reshape(x, /, shape, *, copy=None):
     """``x`` with a new ``shape`` (``copy=True`` copies; ``False`` raises where it must copy)."""
-    return _npf._reshape(x, shape, copy=copy)
+    return _numpy_shapes._reshape(x, shape, copy=copy)
 
 
 def expand_dims(x, /, axis=0):
@@ -349,12 +351,12 @@ def tile(x, repetitions, /):
 
 def unstack(x, /, *, axis=0):
     """The slices of ``x`` along ``axis``, as a tuple."""
-    return _npf._unstack(x, axis=axis)
+    return _numpy_shapes._unstack(x, axis=axis)
 
 
 def vecdot(x1, x2, /, *, axis=-1):
     """``sum(conj(x1) * x2, axis)`` with broadcasting (the standard's ``vecdot``)."""
-    return _npf._vecdot(x1, x2, axis=axis)
+    return _numpy_products._vecdot(x1, x2, axis=axis)
 
 
 # --------------------------------------------------------------------------

@@ -24,7 +24,7 @@ import gpusparse as gs
 from _helpers import REAL_DTYPES, assert_dense_equal, assert_sparse_equal, put
 from gpusparse.containers import SparseArray
 from gpusparse.ops.linalg import numpy_names as _linalg_numpy
-from gpusparse.ops._numpy_functions import FUNCTIONS, NUMPY_SAFE
+from gpusparse.ops.numpy.functions import FUNCTIONS, NUMPY_SAFE
 from strategies import coo_cases
 
 EXAMPLES = settings(deadline=None) if os.environ.get("GPUSPARSE_HYPOTHESIS_PROFILE") else \
@@ -601,7 +601,7 @@ def _dispatched_functions():
 
 def test_every_numpy_function_is_implemented_safe_or_refused():
     """No NumPy function reaches NumPy's implementation (and ``__array__``) unless it is on the allow-list."""
-    from gpusparse.ops._numpy_functions import array_function
+    from gpusparse.ops.numpy.functions import array_function
     x = gs.fromdense(np.eye(2))
     functions = _dispatched_functions()
     assert len(functions) > 200

@@ -23,12 +23,12 @@ The public face: re-exports only; the implementations are in
   array's device, results sparse (:mod:`gpusparse.ops.linalg.dense_routines`).
 """
 
-from gpusparse.ops._numpy_functions import _linalg_diagonal as diagonal
-from gpusparse.ops._numpy_functions import _linalg_outer as outer
-from gpusparse.ops._numpy_functions import _linalg_trace as trace
-from gpusparse.ops._numpy_functions import _matrix_norm as matrix_norm
-from gpusparse.ops._numpy_functions import _vecdot as vecdot
-from gpusparse.ops._numpy_functions import _vector_norm as vector_norm
+from gpusparse.ops.numpy.products import _linalg_outer as outer
+from gpusparse.ops.numpy.products import _matrix_norm as matrix_norm
+from gpusparse.ops.numpy.products import _vecdot as vecdot
+from gpusparse.ops.numpy.products import _vector_norm as vector_norm
+from gpusparse.ops.numpy.rearranging import _linalg_diagonal as diagonal
+from gpusparse.ops.numpy.rearranging import _linalg_trace as trace
 from gpusparse.ops.linalg import matmul, tensordot
 from gpusparse.ops.linalg.dense_routines import (cholesky, cross, det, eig, eigh, eigvals, eigvalsh, inv,
                                                  matrix_power, matrix_rank, pinv, qr, slogdet, solve, svd,

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from gpusparse.containers._bound import bind
 from gpusparse.ops import (
-    _numpy_functions,
-    _numpy_ufuncs,
     _validate,
     canonical,
     convert,
@@ -20,12 +18,14 @@ from gpusparse.ops import (
     reductions,
     shape,
 )
+from gpusparse.ops.numpy import functions as numpy_functions
+from gpusparse.ops.numpy import ufuncs as numpy_ufuncs
 
 __all__ = []
 
 bind(
-    _numpy_functions=_numpy_functions,
-    _numpy_ufuncs=_numpy_ufuncs,
+    _numpy_functions=numpy_functions,
+    _numpy_ufuncs=numpy_ufuncs,
     _validate=_validate,
     canonical=canonical,
     convert=convert,

@@ -213,7 +213,7 @@ def ufunc_out(ufunc, method, inputs, kwargs, outs):
     behind the caller's back, which gpusparse never does.
     """
     from gpusparse.containers import SparseArray
-    from gpusparse.ops import _numpy_ufuncs
+    from gpusparse.ops.numpy.ufuncs import array_ufunc
     name = ufunc.__name__
     for out in outs:
         if out is not None and not isinstance(out, SparseArray):
@@ -231,7 +231,7 @@ def ufunc_out(ufunc, method, inputs, kwargs, outs):
         for out in outs:
             if out is not None:
                 check_out_shape(out.shape, in_shapes)
-    results = _numpy_ufuncs.array_ufunc(ufunc, method, inputs, kwargs)
+    results = array_ufunc(ufunc, method, inputs, kwargs)
     if results is NotImplemented:
         return NotImplemented
     results = results if isinstance(results, tuple) else (results,)

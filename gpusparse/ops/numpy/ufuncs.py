@@ -1,7 +1,7 @@
 """NumPy's ufunc protocol (NEP 13): ``__array_ufunc__`` of sparse arrays.
 
 ``SparseArray.__array_ufunc__`` forwards here; ``__array_function__`` (NEP 18)
-lives in :mod:`gpusparse.ops._numpy_functions`.
+lives in :mod:`gpusparse.ops.numpy.functions`.
 
 * ``np.sin(x)``, ``np.add(x, y, dtype=...)`` run :func:`elementwise.apply`
   (``__call__``); ``np.add.reduce(x, axis=0)`` runs :func:`reductions.reduce`

@@ -1,0 +1,158 @@
+"""NumPy's shape, axis, joining and splitting functions on sparse arrays (``np.reshape``, ``np.stack``, ...)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpusparse._device import array_device, device_scope, xp_for
+from gpusparse.ops import creation, manipulation
+from gpusparse.ops._validate import check_axis
+from gpusparse.ops.numpy.arguments import _cast_all, _check_order, _is_sparse, _no_out, _sparse_list
+from gpusparse.ops.numpy.dtypes import _shares
+
+__all__ = []
+
+
+def _reshape(a, /, shape, order="C", *, copy=None):
+    _check_order("reshape", order, ("C", "F", "A"))
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    if order == "F":  # Fortran order is C order on the reversed axes
+        out = manipulation.permute_dims(manipulation.reshape(manipulation.permute_dims(a), shape[::-1]))
+    else:
+        out = manipulation.reshape(a, shape)
+    if copy:
+        return creation.copy(out)
+    if copy is False and out.nnz and not _shares(out.data, a.data, np.may_share_memory):
+        raise ValueError("numpy.reshape: unable to avoid copying the stored values (copy=False)")
+    return out
+
+
+def _ravel(a, order="C"):
+    return _reshape(a, (-1,), order=order)
+
+
+def _expand_dims(a, axis):
+    return manipulation.expand_dims(a, axis)
+
+
+def _squeeze(a, axis=None):
+    if a.ndim == 0 and axis is not None:  # NumPy accepts axis 0 (or -1) of a 0-d array
+        for ax in (axis if isinstance(axis, tuple) else (axis,)):
+            check_axis(ax, 1)
+        return a
+    return manipulation.squeeze(a, axis)
+
+
+def _moveaxis(a, source, destination):
+    return manipulation.moveaxis(a, source, destination)
+
+
+def _rollaxis(a, axis, start=0):
+    n = a.ndim
+    axis = check_axis(axis, n)
+    if start < 0:
+        start += n
+    if not 0 <= start < n + 1:
+        raise np.exceptions.AxisError(f"numpy.rollaxis: start {start} out of range for {n} dimensions")
+    if axis < start:
+        start -= 1
+    return a if axis == start else manipulation.moveaxis(a, axis, start)
+
+
+def _swapaxes(a, axis1, axis2):
+    return manipulation.swapaxes(a, axis1, axis2)
+
+
+def _transpose(a, axes=None):
+    return manipulation.permute_dims(a, axes)
+
+
+def _matrix_transpose(x, /):
+    return manipulation.matrix_transpose(x)
+
+
+def _broadcast_to(array, shape, subok=False):
+    return manipulation.broadcast_to(array, shape)
+
+
+def _broadcast_arrays(*args, subok=False):
+    shape = np.broadcast_shapes(*(np.shape(a) if not hasattr(a, "shape") else a.shape for a in args))
+    out = []
+    for a in args:
+        if _is_sparse(a):
+            out.append(manipulation.broadcast_to(a, shape))
+        else:
+            dev = array_device(a)
+            with device_scope(dev):
+                out.append(xp_for(dev).broadcast_to(a, shape))
+    return tuple(out)
+
+
+def _atleast(ndim):
+    def one(a):
+        if _is_sparse(a):
+            return manipulation._atleast(a, ndim)
+        if hasattr(a, "shape") and not isinstance(a, np.generic):  # a dense array: its module's function
+            dev = array_device(a)
+            with device_scope(dev):
+                return getattr(xp_for(dev), f"atleast_{ndim}d")(a)
+        return getattr(np, f"atleast_{ndim}d")(a)
+
+    def atleast(*arys):
+        out = tuple(one(a) for a in arys)
+        return out[0] if len(out) == 1 else out
+    atleast.__name__ = f"atleast_{ndim}d"
+    return atleast
+
+
+def _concatenate(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    _no_out("concatenate", out)
+    arrays = _cast_all(_sparse_list(arrays, "concatenate"), dtype, casting, "concatenate")
+    if axis is None:
+        arrays, axis = [manipulation.reshape(a, (-1,)) for a in arrays], 0
+    return manipulation.concatenate(arrays, axis=axis)
+
+
+def _stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    _no_out("stack", out)
+    return manipulation.stack(_cast_all(_sparse_list(arrays, "stack"), dtype, casting, "stack"), axis)
+
+
+def _vstack(tup, *, dtype=None, casting="same_kind"):
+    return manipulation.vstack(_cast_all(_sparse_list(tup, "vstack"), dtype, casting, "vstack"))
+
+
+def _hstack(tup, *, dtype=None, casting="same_kind"):
+    return manipulation.hstack(_cast_all(_sparse_list(tup, "hstack"), dtype, casting, "hstack"))
+
+
+def _dstack(tup):
+    return manipulation.dstack(_sparse_list(tup, "dstack"))
+
+
+def _column_stack(tup):
+    arrays = _sparse_list(tup, "column_stack")
+    return manipulation.concatenate(
+        [a if a.ndim >= 2 else manipulation.reshape(a, (-1, 1)) for a in arrays], axis=1)
+
+
+def _split(ary, indices_or_sections, axis=0):
+    return list(manipulation.split(ary, indices_or_sections, axis))
+
+
+def _array_split(ary, indices_or_sections, axis=0):
+    return list(manipulation.array_split(ary, indices_or_sections, axis))
+
+
+def _directional_split(name, min_ndim, axis_of):
+    def split(ary, indices_or_sections):
+        if ary.ndim < min_ndim:
+            raise ValueError(f"{name} only works on arrays of {min_ndim} or more dimensions")
+        return _split(ary, indices_or_sections, axis_of(ary.ndim))
+    split.__name__ = name
+    return split
+
+
+def _unstack(x, /, *, axis=0):
+    axis = check_axis(axis, x.ndim)
+    return tuple(x[(slice(None),) * axis + (i,)] for i in range(x.shape[axis]))
