@@ -353,10 +353,11 @@ def test_spmm_reduce_primitive(device, dtype, op, rng):
 def test_cpu_primitives_split_across_threads(monkeypatch, rng):
     """The multi-range (threaded) path of every CPU primitive, forced on small inputs."""
     import numba
+    from gpusparse._kernels.cpu import _common as cpu_common
     from gpusparse._kernels.cpu import _linalg as cpu_linalg
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("Numba has a single thread")
-    monkeypatch.setattr(cpu_linalg, "PARALLEL_MIN", 1)
+    monkeypatch.setattr(cpu_common, "PARALLEL_MIN", 1)  # row_bounds and even_bounds read it
     previous = numba.get_num_threads()
     numba.set_num_threads(min(3, numba.config.NUMBA_NUM_THREADS))
     try:

@@ -16,8 +16,8 @@ from gpusparse._kernels.cpu._layout import (
 )
 from gpusparse._kernels.cpu._semiring import spgemm_semiring, spmm_semiring
 from gpusparse._kernels.cpu._select import bucket_order, copy_segments, segment_search
-from gpusparse._kernels.cpu._segment import run_starts, segment_ids, segment_reduce, segment_starts, sortedness
-from gpusparse._kernels.cpu._sort import sort_pairs
+from gpusparse._kernels.cpu._segment import segment_reduce
+from gpusparse._kernels.cpu._sort import run_starts, segment_ids, segment_starts, sort_pairs, sortedness
 from gpusparse._kernels.cpu._transpose import transpose_compressed
 
 __all__ = [

@@ -3,10 +3,11 @@
 How the work is split
 ---------------------
 Every kernel is a serial, GIL-free Numba function over a range of rows
-``[lo, hi)``. :func:`row_bounds` cuts the rows into four ranges per thread
-by *merge path*: each range holds the same share of ``rows + nonzeros``, so
-a few long rows cannot leave one thread with most of the work. :func:`_run`
-hands the ranges out to the calling thread and a small pool of Python
+``[lo, hi)``. :func:`~gpusparse._kernels.cpu._common.row_bounds` cuts the
+rows into four ranges per thread by *merge path*: each range holds the same
+share of ``rows + nonzeros``, so a few long rows cannot leave one thread
+with most of the work. :func:`~gpusparse._kernels.cpu._common._run` hands
+the ranges out to the calling thread and a small pool of Python
 threads as they become free (the kernels release the GIL), so a thread
 slowed down by another process does not hold up the others; below
 ``PARALLEL_MIN`` work everything runs inline. On the 2-core development
@@ -58,10 +59,7 @@ to the caller (``gpusparse.ops`` computes it in int64).
 
 from __future__ import annotations
 
-import concurrent.futures
-import itertools
 import os
-import threading
 
 import numba
 import numpy as np
@@ -70,10 +68,12 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from gpusparse._kernels._numba import jit, n_threads
-from gpusparse._kernels.cpu._common import PARALLEL_MIN, empty, read_only, row_range
+from gpusparse._kernels._numba import jit
+from gpusparse._kernels.cpu._common import (
+    _clip_pointer, _column, _run, _structure, empty, even_bounds, read_only, row_bounds, row_range,
+)
 
-__all__ = ["row_bounds", "run_chunks", "sddmm", "spgemm", "spmm", "spmm_reduce", "spmv"]
+__all__ = ["sddmm", "spgemm", "spmm", "spmm_reduce", "spmv"]
 
 #: ``spmm_reduce`` op codes (the order of ``gpusparse._kernels.SPMM_REDUCE_OPS``).
 _REDUCE_CODES = {"sum": 0, "mean": 1, "max": 2, "min": 3}
@@ -141,161 +141,6 @@ def _prefetch_distance(n, streaming: bool) -> int:
     ``streaming``: what :func:`_streaming` says of the matrix.
     """
     return _PREFETCH_AHEAD if n >= 32 or not streaming else 0
-
-
-# --------------------------------------------------------------------------
-# reading CSR structure whatever it holds
-# --------------------------------------------------------------------------
-#
-# The kernels below walk rows through ``row_range`` and read columns
-# through ``_column``: for a valid CSR structure they are plain reads; for
-# any other (``check=False``, buffers changed after construction) pointers
-# are clipped into [0, nnz], a row is [lo, max(lo, hi)), and a column index
-# out of range reads the nearest row of the dense operand (the CUDA kernels
-# do the same).
-
-@jit()
-def _clip_pointer(indptr, r, nnz):
-    return min(max(np.int64(indptr[r]), 0), nnz)
-
-
-@jit()
-def _column(indices, p, last):
-    """indices[p] as an unsigned row of a dense operand whose last row is ``last`` (clipped)."""
-    return min(np.uintp(max(np.int64(indices[p]), 0)), last)
-
-
-def _structure(indptr, indices, n_gathered):
-    """``indptr``, or pointers to no entries where the operand the columns address has no rows.
-
-    A column index cannot be clipped into an empty range; a valid structure
-    has no entries then.
-    """
-    if n_gathered == 0 and indices.shape[0]:
-        return np.zeros_like(indptr)
-    return indptr
-
-
-# --------------------------------------------------------------------------
-# splitting the rows and running the ranges
-# --------------------------------------------------------------------------
-
-@jit()
-def _row_bounds(indptr, n_parts):
-    # Merge-path split: part t starts at the first row r with
-    # indptr[r] + r >= t * (nnz + m) / n_parts.
-    m = indptr.size - 1
-    total = np.int64(indptr[m]) + m
-    out = np.empty(n_parts + 1, dtype=np.int64)
-    out[0] = 0
-    out[n_parts] = m
-    for t in range(1, n_parts):
-        target = (total * t) // n_parts
-        lo = out[t - 1]  # non-decreasing bounds even for a non-monotone indptr
-        hi = m
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if np.int64(indptr[mid]) + mid < target:
-                lo = mid + 1
-            else:
-                hi = mid
-        out[t] = lo
-    return out
-
-
-#: Ranges per thread for the gather kernels: threads take ranges as they
-#: finish, so a thread slowed by another process does not hold up the rest.
-_RANGES_PER_THREAD = 4
-
-
-def row_bounds(indptr, work=None, per_thread=_RANGES_PER_THREAD):
-    """``(ranges + 1,)`` int64 row boundaries that split ``indptr``'s rows into equal work.
-
-    ``per_thread`` ranges per thread; one range when the work (``work``, by
-    default ``nnz + rows``) is below ``PARALLEL_MIN``: starting threads would
-    cost more than it saves.
-    """
-    m = indptr.size - 1
-    if work is None:
-        work = int(indptr[-1]) + m if m >= 0 else 0
-    parts = n_threads() * per_thread if work >= PARALLEL_MIN and n_threads() > 1 else 1
-    return _row_bounds(indptr, max(1, min(parts, max(m, 1))))
-
-
-def even_bounds(n, work=None):
-    """``(parts + 1,)`` boundaries splitting ``range(n)`` evenly (one part below ``PARALLEL_MIN``)."""
-    parts = n_threads() if (n if work is None else work) >= PARALLEL_MIN else 1
-    parts = max(1, min(parts, max(n, 1)))
-    return np.linspace(0, n, parts + 1).astype(np.int64)
-
-
-_POOL = None
-_POOL_SIZE = 0
-_POOL_LOCK = threading.Lock()
-
-
-def _pool(workers):
-    global _POOL, _POOL_SIZE
-    with _POOL_LOCK:
-        if _POOL is None or _POOL_SIZE < workers:
-            if _POOL is not None:
-                _POOL.shutdown(wait=False)
-            _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=workers,
-                                                          thread_name_prefix="gpusparse-cpu")
-            _POOL_SIZE = workers
-        return _POOL
-
-
-def _forget_pool():  # a forked child has none of the parent's threads
-    global _POOL, _POOL_SIZE
-    _POOL, _POOL_SIZE = None, 0
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool)
-
-
-def _run(kernel, bounds, *args):
-    """``kernel(*args, part, lo, hi)`` for every range of ``bounds``, on up to ``n_threads()`` threads.
-
-    The calling thread works too; threads take the next range when they
-    finish one (``next`` on a shared counter is atomic under the GIL).
-    """
-    parts = bounds.size - 1
-    if parts <= 1:
-        kernel(*args, 0, bounds[0], bounds[-1])
-        return
-    counter = itertools.count()
-
-    def work():
-        while True:
-            t = next(counter)
-            if t >= parts:
-                return
-            kernel(*args, t, bounds[t], bounds[t + 1])
-
-    helpers = min(n_threads(), parts) - 1
-    futures = [_pool(helpers).submit(work) for _ in range(helpers)] if helpers > 0 else []
-    try:
-        work()
-    finally:
-        for f in futures:
-            f.result()
-
-
-def run_chunks(kernel, n_chunks, *args):
-    """``kernel(*args, c, c + 1)`` for every chunk ``c`` of ``n_chunks``, on the threads of :func:`_run`.
-
-    For serial kernels over a range of chunks ``[c_lo, c_hi)``: a
-    ``prange`` over the chunks would compile a second, parallel kernel per
-    dtype around the serial one (seconds each, the slowest compilations of
-    the reductions), and the chunks are as large as the threads are few.
-    """
-    _run(_chunk_call, np.arange(n_chunks + 1, dtype=np.int64), kernel, args)
-
-
-def _chunk_call(kernel, args, part, lo, hi):
-    kernel(*args, lo, hi)
 
 
 def _scalar(value, dtype):

@@ -22,9 +22,10 @@ import numpy as np
 from numba import prange
 
 from gpusparse._kernels._numba import jit, n_threads
-from gpusparse._kernels.cpu._common import PARALLEL_MIN, SPARE_STRIDE, as_words, empty, read_only, row_range
+from gpusparse._kernels.cpu._common import (
+    PARALLEL_MIN, SPARE_STRIDE, as_words, empty, read_only, row_range, run_chunks,
+)
 from gpusparse._kernels.cpu._layout import offsets
-from gpusparse._kernels.cpu._linalg import run_chunks
 
 _HOW = {"union": 0, "intersection": 1}
 #: Chunks one thread walks in lockstep (see the module notes).

@@ -7,7 +7,7 @@ entries. Each thread reduces its contiguous share of the entries into a
 private dense output, in entry order; the private outputs are then folded
 in thread order, so the association is fixed by the number of threads and
 the result does not depend on timing. The chunks and the fold are serial
-kernels run on a few Python threads (``_linalg._run``): a ``prange`` around
+kernels run on a few Python threads (``_common._run``): a ``prange`` around
 them compiled a parallel kernel per dtype, about 2.5 s each.
 """
 
@@ -17,8 +17,7 @@ import numpy as np
 
 from gpusparse._kernels._numba import jit, n_threads
 
-from gpusparse._kernels.cpu._common import PARALLEL_MIN, empty, read_only
-from gpusparse._kernels.cpu._linalg import _run, even_bounds, run_chunks
+from gpusparse._kernels.cpu._common import PARALLEL_MIN, _run, empty, even_bounds, read_only, run_chunks
 from gpusparse._kernels.cpu._segment import _OP_CODES, _better, _combine, _identity, _kernel_view
 
 _REDUCE_BY_KEY_OPS = ("sum", "prod", "min", "max", "any", "all")

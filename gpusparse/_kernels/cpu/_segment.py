@@ -1,167 +1,19 @@
-"""Sortedness tests, runs of equal keys and segmented reductions on the CPU."""
+"""Segmented reductions on the CPU: ``segment_reduce`` (sum, prod, min, max, any, all, argmin, argmax).
+
+The sortedness tests and runs of equal keys that make the segments are in
+:mod:`gpusparse._kernels.cpu._sort`.
+"""
 
 from __future__ import annotations
 
 import numpy as np
-from numba import prange, types
+from numba import types
 from numba.extending import overload
 
 from gpusparse._kernels._numba import jit, n_threads
-from gpusparse._kernels.cpu._common import PARALLEL_MIN, SPARE_STRIDE, empty, read_only
-from gpusparse._kernels.cpu._linalg import run_chunks
+from gpusparse._kernels.cpu._common import PARALLEL_MIN, empty, read_only, run_chunks
 
-
-# --------------------------------------------------------------------------
-# sortedness and segments
-# --------------------------------------------------------------------------
-
-@jit()
-def _compare_lex(keys, i, j):
-    # -1, 0, 1 comparing column i with column j of (g, n) keys.
-    for r in range(keys.shape[0]):
-        a = keys[r, i]
-        b = keys[r, j]
-        if a < b:
-            return -1
-        if a > b:
-            return 1
-    return 0
-
-
-@jit()
-def _sortedness(keys):
-    result = np.int8(2)
-    for i in range(1, keys.shape[1]):
-        c = _compare_lex(keys, i - 1, i)
-        if c > 0:
-            return np.int8(0)
-        if c == 0:
-            result = np.int8(1)
-    return result
-
-
-def _as_rows(keys):
-    return keys.reshape(1, -1) if keys.ndim == 1 else keys
-
-
-def sortedness(keys):
-    """keys (n,) or (g, n) int64, rows compared lexicographically (row 0 first)."""
-    return np.asarray(_sortedness(_as_rows(keys)), dtype=np.int8)
-
-
-@jit()
-def _is_head(keys, i):
-    # Whether a run of equal keys starts at i (i > 0). One key row, the
-    # common case, is a single comparison the loops below vectorise.
-    if keys.shape[0] == 1:
-        return keys[0, i] != keys[0, i - 1]
-    return _compare_lex(keys, i - 1, i) != 0
-
-
-@jit(parallel=True)
-def _number_runs(keys, n_chunks, offsets, out):
-    # Second pass of segment_ids: number the runs of each chunk from the
-    # number of run heads before it (offsets, from _run_head_counts).
-    n = keys.shape[1]
-    chunk = (n + n_chunks - 1) // n_chunks
-    for c in prange(n_chunks):
-        lo = c * chunk
-        hi = min(n, lo + chunk)
-        current = offsets[c] - 1
-        if lo == 0 and hi > 0:
-            current += 1
-            out[0] = current
-            lo = 1
-        for i in range(lo, hi):
-            current += _is_head(keys, i)
-            out[i] = current
-
-
-def _head_offsets(rows):
-    """``(n_chunks, offsets)``: run heads before each chunk (first pass of segment_ids / run_starts)."""
-    n_chunks = n_threads() if rows.shape[1] >= PARALLEL_MIN else 1
-    offsets = np.zeros(n_chunks + 1, dtype=np.int64)
-    _run_head_counts(rows, n_chunks, offsets)
-    np.cumsum(offsets, out=offsets)
-    return n_chunks, offsets
-
-
-def segment_ids(keys):
-    """keys (n,) or (g, n) int64 sorted (lexicographically for 2-D); not validated."""
-    rows = _as_rows(keys)
-    out = empty(rows.shape[1], dtype=np.int64)
-    n_chunks, offsets = _head_offsets(rows)
-    _number_runs(rows, n_chunks, offsets, out)
-    return out
-
-
-@jit(parallel=True)
-def _segment_starts(ids, out):
-    n = ids.size
-    n_segments = out.size - 1
-    for i in prange(n):
-        if i == 0 or ids[i] != ids[i - 1]:
-            s = ids[i]
-            if 0 <= s < n_segments:  # other ids are dropped
-                out[s] = i
-    out[n_segments] = n
-
-
-def segment_starts(ids, n_segments):
-    """ids (n,) int64 non-decreasing from 0 with no gaps, as segment_ids returns."""
-    out = empty(int(n_segments) + 1, dtype=np.int64)
-    _segment_starts(ids, out)
-    return out
-
-
-@jit(parallel=True)
-def _run_head_counts(keys, n_chunks, counts):
-    n = keys.shape[1]
-    chunk = (n + n_chunks - 1) // n_chunks
-    for c in prange(n_chunks):
-        lo = c * chunk
-        hi = min(n, lo + chunk)
-        count = 0
-        if lo == 0 and hi > 0:
-            count = 1
-            lo = 1
-        for i in range(lo, hi):
-            count += _is_head(keys, i)
-        counts[c + 1] = count
-
-
-@jit(parallel=True)
-def _run_heads(keys, n_chunks, offsets, out):
-    # Branch-free compaction (half the keys repeated makes "is this a head"
-    # a coin toss): every position is written, to the next output slot when
-    # it is a head and to the chunk's spare slot past the outputs if not.
-    n = keys.shape[1]
-    chunk = (n + n_chunks - 1) // n_chunks
-    last = offsets[n_chunks]
-    for c in prange(n_chunks):
-        lo = c * chunk
-        hi = min(n, lo + chunk)
-        j = offsets[c]
-        spare = last + 1 + SPARE_STRIDE * c
-        if lo == 0 and hi > 0:
-            out[0] = 0
-            j += 1
-            lo = 1
-        for i in range(lo, hi):
-            head = _is_head(keys, i)
-            out[j if head else spare] = i
-            j += head
-    out[last] = n
-
-
-def run_starts(keys):
-    """keys (n,) or (g, n) int64 sorted (lexicographically for 2-D); not validated."""
-    rows = _as_rows(keys)
-    n_chunks, offsets = _head_offsets(rows)
-    n_runs = int(offsets[-1])
-    out = empty(n_runs + 1 + SPARE_STRIDE * n_chunks, dtype=np.int64)  # spare slots past the starts
-    _run_heads(rows, n_chunks, offsets, out)
-    return out[: n_runs + 1]
+__all__ = ["segment_reduce"]
 
 
 # --------------------------------------------------------------------------

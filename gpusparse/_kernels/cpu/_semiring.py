@@ -22,7 +22,7 @@ Semantics shared with the CUDA twin (``cuda_kernels/semiring.cu``):
   SuiteSparse:GraphBLAS does; ``any`` keeps some term (here the last).
 
 Rows are split into ranges of equal work and run on Numba's threads
-(:func:`gpusparse._kernels.cpu._linalg.row_bounds`).
+(:func:`gpusparse._kernels.cpu._common.row_bounds`).
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ import numpy as np
 
 from gpusparse._kernels import SEMIRING_ADD, SEMIRING_MUL, semiring_identity
 from gpusparse._kernels._numba import jit
-from gpusparse._kernels.cpu._common import empty, row_range
-from gpusparse._kernels.cpu._linalg import _column, _run, _sort_columns, _structure, row_bounds
+from gpusparse._kernels.cpu._common import _column, _run, _structure, empty, row_bounds, row_range
+from gpusparse._kernels.cpu._linalg import _sort_columns
 
 __all__ = ["spgemm_semiring", "spmm_semiring"]
 
