@@ -21,89 +21,28 @@ CUDA path:
   ``cupy.cuda.get_current_stream()`` answers as CuPy's does).
 
 :data:`cupy` is the namespace: NumPy's functions, each taking and returning
-emulated arrays, plus the parts of ``cupy.cuda`` the library uses.
+emulated arrays, plus the parts of ``cupy.cuda`` the library uses. The
+guarded allocations are :mod:`~gpusparse._kernels.cuda_emulation._guards`'s,
+the streams and events :mod:`~gpusparse._kernels.cuda_emulation._streams`'s.
 """
 
 from __future__ import annotations
 
 import functools
-import itertools
-import threading
 import types
-import weakref
 
 import numpy as np
 
-from gpusparse._kernels import cuda_emulation
 from gpusparse._kernels.cuda_emulation import _counting
+from gpusparse._kernels.cuda_emulation._guards import (
+    GARBAGE_BYTE, GuardError, _allocate, _allocation_size, _root, check_guards,
+)
+from gpusparse._kernels.cuda_emulation._streams import (
+    _Event, _ExternalStream, _Stream, current_stream_ptr, get_current_stream,
+)
 
 __all__ = ["GARBAGE_BYTE", "GuardError", "check_guards", "cupy", "current_stream_ptr", "get_current_stream",
            "ndarray"]
-
-#: Byte pattern of freshly allocated "device" memory (cupy.empty is not zeroed).
-GARBAGE_BYTE = 0xA5
-#: Guard bytes on each side of every allocation, and their pattern.
-_GUARD = 256
-_GUARD_BYTE = 0x5B
-
-# id(root buffer) -> (offset, nbytes) of the allocation inside it.
-_guarded: "dict[int, tuple[int, int]]" = {}
-# Under AddressSanitizer every allocation is exact, so that its redzones,
-# not our guard bytes, border it.
-_EXACT = cuda_emulation.mode() == "asan"
-
-
-class GuardError(RuntimeError):
-    """A kernel wrote into the guard bytes around an allocation."""
-
-
-def _root(arr: np.ndarray) -> np.ndarray:
-    while isinstance(arr.base, np.ndarray):
-        arr = arr.base
-    return arr
-
-
-def _allocate(shape, dtype) -> np.ndarray:
-    """Garbage-filled memory for ``shape`` and ``dtype``, between guard bytes."""
-    dtype = np.dtype(dtype)
-    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
-    if _EXACT:
-        exact = np.empty(shape, dtype=dtype)
-        exact.reshape(-1).view(np.uint8)[...] = GARBAGE_BYTE
-        return exact
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    raw = np.empty(nbytes + 3 * _GUARD, dtype=np.uint8)
-    offset = _GUARD + (-raw.ctypes.data) % _GUARD  # 256-byte aligned, as cudaMalloc
-    raw[:offset] = _GUARD_BYTE
-    raw[offset + nbytes:] = _GUARD_BYTE
-    body = raw[offset:offset + nbytes]
-    body[...] = GARBAGE_BYTE
-    key = id(raw)
-    _guarded[key] = (offset, nbytes)
-    weakref.finalize(raw, _guarded.pop, key, None)
-    return body.view(dtype).reshape(shape)
-
-
-def check_guards(arrays) -> None:
-    """Raise :class:`GuardError` if the guard bytes of any allocation behind ``arrays`` changed."""
-    for arr in arrays:
-        root = _root(arr)
-        where = _guarded.get(id(root))
-        if where is None:
-            continue
-        offset, nbytes = where
-        hit_before = np.flatnonzero(root[:offset] != _GUARD_BYTE)
-        hit_after = np.flatnonzero(root[offset + nbytes:] != _GUARD_BYTE)
-        if hit_before.size or hit_after.size:
-            low = offset - int(hit_before[0]) if hit_before.size else 0
-            high = int(hit_after[-1]) + 1 if hit_after.size else 0
-            # Restore the guards so that one defect is reported once.
-            root[:offset] = _GUARD_BYTE
-            root[offset + nbytes:] = _GUARD_BYTE
-            raise GuardError(
-                f"out-of-bounds write around a {nbytes}-byte allocation: up to {low} byte(s) before "
-                f"its start and up to {high} byte(s) past its end were overwritten"
-            )
 
 
 # --------------------------------------------------------------------------
@@ -257,8 +196,7 @@ class ndarray:
             raise TypeError("emulated device arrays are made by the cupy namespace, e.g. cupy.asarray")
         object.__setattr__(self, "_a", array)
         root = _root(array)
-        where = _guarded.get(id(root))
-        _counting.track_buffer(root, None if where is None else where[1])
+        _counting.track_buffer(root, _allocation_size(root))
 
     # Host transfers ---------------------------------------------------------
     def get(self, stream=None, order="C", out=None, blocking=True):
@@ -571,119 +509,6 @@ class _DeviceContext:
 
     def synchronize(self):
         _counting.sync("synchronize")
-
-
-# --------------------------------------------------------------------------
-# Streams: which stream is current, so that launches can be tagged with it
-# --------------------------------------------------------------------------
-
-class _StreamState(threading.local):
-    """The streams made current on this thread: ``use()``'s, and a stack of ``with`` blocks."""
-
-    def __init__(self):
-        self.used: "_Stream | None" = None
-        self.stack: "list[_Stream]" = []
-
-
-_STREAMS = _StreamState()
-#: Handles of the streams the emulation creates (CUDA's special handles 0, 1 and 2 are never given out).
-_stream_handles = itertools.count(0x5000, 0x10)
-
-
-class _Event:
-    """``cupy.cuda.Event``: remembers the stream it was last recorded on."""
-
-    def __init__(self, block=False, disable_timing=False, interprocess=False):
-        self.stream_ptr: "int | None" = None
-
-    def record(self, stream=None):
-        self.stream_ptr = (get_current_stream() if stream is None else stream).ptr
-
-    def synchronize(self):
-        _counting.sync("event.synchronize")
-
-    @property
-    def done(self):
-        return True
-
-
-class _Stream:
-    """``cupy.cuda.Stream``: a handle, a context manager that makes it current, and its waits.
-
-    Work runs at once on the emulated device, so streams order nothing; what
-    they are for is the record: every launch is tagged with the stream
-    current at launch (see :mod:`~gpusparse._kernels.cuda_emulation._counting`),
-    and :attr:`waited` lists the handles of the streams whose events this
-    stream was made to wait for.
-    """
-
-    def __init__(self, null=False, non_blocking=False, ptds=False, priority=None):
-        self.ptr = 0 if null else 2 if ptds else next(_stream_handles)
-        self.device_id = 0
-        self.waited: "list[int | None]" = []
-
-    def __enter__(self):
-        _STREAMS.stack.append(self)
-        return self
-
-    def __exit__(self, *exc):
-        _STREAMS.stack.pop()
-        return False
-
-    def use(self):
-        _STREAMS.used = self
-        return self
-
-    def synchronize(self):
-        _counting.sync("synchronize")
-
-    def record(self, event=None):
-        event = _Event() if event is None else event
-        event.record(self)
-        return event
-
-    def wait_event(self, event):
-        self.waited.append(event.stream_ptr)
-
-    @property
-    def done(self):
-        return True
-
-    def __eq__(self, other):
-        return isinstance(other, _Stream) and other.ptr == self.ptr
-
-    def __hash__(self):
-        return hash(self.ptr)
-
-    def __repr__(self):
-        return f"<{type(self).__name__.lstrip('_')} {self.ptr:#x} (emulated)>"
-
-
-class _ExternalStream(_Stream):
-    """``cupy.cuda.ExternalStream``: a stream made elsewhere (torch's), known by its handle."""
-
-    def __init__(self, ptr, device_id=-1):
-        if int(device_id) not in (-1, 0):
-            raise ValueError(f"device {device_id} does not exist: the emulation has one CUDA device")
-        self.ptr = int(ptr)
-        self.device_id = int(device_id)
-        self.waited = []
-
-
-_Stream.null = _Stream(null=True)
-_Stream.ptds = _Stream(ptds=True)
-
-
-def get_current_stream(device_id=None):
-    """The stream current on this thread: the innermost ``with stream:``, else ``use()``'s, else null."""
-    if _STREAMS.stack:
-        return _STREAMS.stack[-1]
-    return _STREAMS.used if _STREAMS.used is not None else _Stream.null
-
-
-def current_stream_ptr() -> int:
-    """The handle of :func:`get_current_stream` (what a launch is tagged with)."""
-    return get_current_stream().ptr
 
 
 class _Runtime:
