@@ -27,6 +27,10 @@ A result that is an operand itself (``x.coalesce()`` of a coalesced ``x``)
 is handed back as the caller's object, unless that object took a new state
 meanwhile, in which case the alias (holding the value computed on) is.
 
+Every array gets its state dictionary when it is made (:meth:`InPlaceMixin.__new__`):
+CPython 3.11 would otherwise build it lazily on the first ``__dict__`` read, and
+two threads' reads racing in that build corrupt memory.
+
 Writers take a lock of their target (a re-entrant lock per array, made on
 first use) around the whole operation, computation included: two in-place
 operations on one array from two threads run one after the other, so the
@@ -51,7 +55,9 @@ __all__ = ["InPlaceMixin", "pinned", "write_lock"]
 
 _local = threading.local()
 _locks: dict = {}
-_locks_guard = threading.Lock()
+#: Re-entrant: a garbage collection inside :func:`write_lock`'s critical section can collect
+#: another array, whose ``forget`` callback then takes the guard again on the same thread.
+_locks_guard = threading.RLock()
 
 #: Properties that read one attribute of the state, or none: atomic without pinning (and hot).
 _ATOMIC_PROPERTIES = frozenset({
@@ -222,6 +228,22 @@ class InPlaceMixin:
     properties are wrapped by :func:`pinned` when the class is made, so that
     each runs on one state of its operands (see the module's notes).
     """
+
+    def __new__(cls, *args, **kwargs):
+        """A new array whose state dictionary exists from the start (see the module's notes).
+
+        CPython 3.11 keeps a new object's attributes in an inline values
+        array and builds its ``__dict__`` from it on the first read of
+        ``__dict__``. Pinning reads ``__dict__`` from many threads; a garbage
+        collection inside that first build can run another thread, which
+        builds a second dictionary over the same values array, and freeing
+        either dictionary frees the other's values (a use after free, a
+        crash later). Giving every array a real dictionary here, before any
+        other thread can see the array, leaves nothing to build.
+        """
+        self = super().__new__(cls)
+        self.__dict__ = {}
+        return self
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

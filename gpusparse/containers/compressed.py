@@ -42,7 +42,9 @@ __all__ = ["CSC", "CSR", "forget_structure", "is_trusted_structure", "trust_stru
 
 #: ``(id(indptr), id(indices)) -> (weakref(indptr), weakref(indices), {stored shapes})``.
 _TRUSTED: dict = {}
-_TRUSTED_LOCK = threading.Lock()
+#: Re-entrant: a garbage collection inside a critical section can run a ``forget`` callback
+#: (which takes the lock) on the same thread.
+_TRUSTED_LOCK = threading.RLock()
 
 
 def trust_structure(indptr, indices, stored_shape) -> None:
@@ -67,9 +69,11 @@ def trust_structure(indptr, indices, stored_shape) -> None:
     key = (id(indptr), id(indices))
     shape = tuple(int(s) for s in stored_shape)
 
-    def forget(_ref, key=key):
-        with _TRUSTED_LOCK:
-            _TRUSTED.pop(key, None)
+    def forget(ref, key=key):
+        with _TRUSTED_LOCK:  # only this record: a later one at the same addresses stays
+            entry = _TRUSTED.get(key)
+            if entry is not None and (entry[0] is ref or entry[1] is ref):
+                del _TRUSTED[key]
 
     with _TRUSTED_LOCK:
         entry = _TRUSTED.get(key)

@@ -85,7 +85,8 @@ def _give_back(buffer) -> None:
         _free_bytes += buffer.nbytes
         limit = _limit()
         while _free_bytes > limit:  # release the oldest free buffers of the largest class
-            cls = max(c for c, bufs in _free.items() if bufs)
+            # a snapshot: a collection here may run another finaliser, which adds a size class
+            cls = max(c for c, bufs in list(_free.items()) if bufs)
             _free[cls].pop(0)
             _free_bytes -= cls
 
