@@ -78,7 +78,7 @@ PRIMITIVES = (
 
 #: The semiring products (gpusparse.ops.semiring); both implementations
 #: provide them with the signatures of :class:`Primitives`, like every name
-#: of :data:`PRIMITIVES` (tests/test_semiring.py checks conformance and
+#: of :data:`PRIMITIVES` (tests/ops/test_semiring.py checks conformance and
 #: hostile input for them).
 SEMIRING_PRIMITIVES = ("spmm_semiring", "spgemm_semiring")
 
