@@ -80,15 +80,9 @@ pytest: $(call stamp,$(EXTRAS))
 
 # The CUDA parametrisations (marker gpu) on the emulated device: every
 # primitive's tests, and the operations whose CUDA paths reach the kernels.
-EMULATED_TESTS ?= tests/kernels tests/test_coo.py tests/test_compressed.py tests/test_convert.py \
-	tests/test_elementwise.py tests/test_reductions.py tests/test_indexing.py tests/test_manipulation.py \
-	tests/test_linalg.py tests/test_softmax.py tests/test_tf_ops.py tests/test_creation.py tests/test_check.py \
-	tests/test_numpy_functions.py tests/test_comparison.py tests/test_einsum.py tests/test_inplace.py \
-	tests/test_options.py tests/test_selection.py tests/test_io_npz.py tests/test_io_matrix_market.py \
-	tests/test_io_binsparse.py tests/autograd tests/test_array_api.py tests/dask \
-	tests/test_semiring.py tests/test_graph.py tests/test_streams.py tests/test_trusted_structures.py \
-	tests/test_caching.py tests/test_memory_rule.py tests/test_interop.py tests/fuzz/test_fuzz_threads.py \
-	tests/fuzz/test_fuzz_index_dtypes.py
+EMULATED_TESTS ?= tests/kernels tests/containers tests/ops tests/io tests/graph tests/array_api \
+	tests/autograd tests/dask tests/test_options.py tests/test_streams.py tests/test_memory_rule.py \
+	tests/fuzz/test_fuzz_threads.py tests/fuzz/test_fuzz_index_dtypes.py
 
 emulation-test: $(call stamp,$(EXTRAS))
 	GPUSPARSE_CUDA_EMULATION=1 $(BIN)/python -m pytest -m gpu $(EMULATED_TESTS) $(PYTEST_ARGS)

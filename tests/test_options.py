@@ -1,7 +1,7 @@
 """Run-time options: ``auto_densify`` for ``np.asarray(x)`` and ``warn_on_too_dense``.
 
 (``auto_densify`` for elementwise results is tested with the elementwise
-operations in ``test_elementwise.py``.)
+operations in ``tests/ops/test_elementwise.py``.)
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-_TOOLS = Path(__file__).resolve().parent.parent / "tools"
+_TOOLS = Path(__file__).resolve().parents[2] / "tools"
 
 
 def _load():

@@ -12,76 +12,25 @@ implementation (:data:`NUMPY_SAFE`) give NumPy's answer.
 from __future__ import annotations
 
 import inspect
-import os
-import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import gpusparse as gs
-from _helpers import REAL_DTYPES, assert_dense_equal, assert_sparse_equal, put
+from _differential import EXAMPLES, compare, differential, inputs, quiet
+from _helpers import REAL_DTYPES, assert_sparse_equal, put
 from gpusparse.containers import SparseArray
 from gpusparse.ops.linalg import numpy_names as _linalg_numpy
 from gpusparse.ops.numpy.functions import FUNCTIONS, NUMPY_SAFE
-from strategies import coo_cases
-
-EXAMPLES = settings(deadline=None) if os.environ.get("GPUSPARSE_HYPOTHESIS_PROFILE") else \
-    settings(max_examples=20, deadline=None)
 
 FLOATS = (np.float32, np.float64, np.complex64, np.complex128)
 
 
 # --------------------------------------------------------------------------
-# Inputs and the differential check
+# Inputs and the differential check: tests/_differential.py
 # --------------------------------------------------------------------------
-
-@st.composite
-def inputs(draw, device, **kwargs):
-    """``(x, dense)``: a COO array (maybe coalesced) or, for matrices, CSR/CSC, on ``device``."""
-    case = draw(coo_cases(**kwargs))
-    x = case.build(device)
-    if draw(st.booleans()):
-        x = x.coalesce()
-    if case.sparse_dim == 2 and len(case.shape) == 2:
-        x = x.asformat(draw(st.sampled_from(["coo", "csr", "csc"])))
-    return x, case.dense()
-
-
-def quiet(func, *args, **kwargs):
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return func(*args, **kwargs)
-
-
-def compare(actual, expected, sparse, rtol=None):
-    """``sparse``: True for a sparse result (dense where 0-d), False for a dense one, None for either
-    (reductions and products give a dense array where no sparse dimension is left)."""
-    if isinstance(expected, (list, tuple)):
-        assert isinstance(actual, type(expected)), (type(actual), type(expected))
-        assert len(actual) == len(expected)
-        for a, e in zip(actual, expected):
-            compare(a, e, sparse, rtol)
-    elif isinstance(actual, SparseArray) or (sparse and np.ndim(expected)):  # sparse=None: either
-        assert isinstance(actual, SparseArray), f"expected a sparse result, got {type(actual).__name__}"
-        assert_sparse_equal(actual, expected, rtol=rtol)
-    else:
-        assert not isinstance(actual, SparseArray)
-        assert_dense_equal(actual, np.asarray(expected), rtol=rtol)
-
-
-def differential(func, x, dense, *, sparse=True, rtol=None):
-    """``func(x)`` agrees with ``func(dense)``: both give equal results, or both raise."""
-    try:
-        expected = quiet(func, dense)
-    except (ValueError, IndexError, TypeError, OverflowError) as exc:
-        with pytest.raises((ValueError, IndexError, TypeError, OverflowError)):
-            quiet(func, x)
-        return type(exc)
-    compare(quiet(func, x), expected, sparse, rtol)
-    return None
-
 
 def axis_of(draw, ndim):
     return draw(st.integers(-ndim, ndim - 1))

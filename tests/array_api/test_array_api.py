@@ -15,11 +15,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import gpusparse as gs
+from _differential import EXAMPLES, differential, inputs
 from _helpers import NUMBER_DTYPES, REAL_DTYPES, assert_dense_equal, put
 from gpusparse._device import to_host
 from gpusparse._dtypes import VALUE_DTYPES
 from gpusparse.containers import SparseArray
-from test_numpy_functions import EXAMPLES, differential, inputs
 
 array_api_compat = pytest.importorskip("array_api_compat")
 
