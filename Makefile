@@ -105,7 +105,7 @@ bench: $(call stamp,bench)
 
 # Tests (CUDA parametrisations only, threads capped per worker, at most 250 s) then the CUDA
 # benchmarks, one process per module in shares of the rest, within --budget 540 s; the stages,
-# sizes and limits are documented in benchmarks/gpu_report.py. Results reach $OUT after every
+# sizes and limits are documented in benchmarks/gpu_report/__init__.py. Results reach $OUT after every
 # benchmark module and every 15 s of the tests.
 gpu-report:
 	PYTHONPATH=. python3 -m benchmarks.gpu_report $(GPU_REPORT_ARGS)
