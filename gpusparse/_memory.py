@@ -170,7 +170,7 @@ def host_available() -> "tuple[int, str]":
 
 
 def _cuda_available(dev) -> "tuple[int, str]":
-    from gpusparse._device import cuda_module
+    from gpusparse._placement import cuda_module
     cupy = cuda_module()
     mem_get_info = getattr(cupy.cuda.runtime, "memGetInfo", None)
     if mem_get_info is None:  # the emulated device: its memory is host memory
@@ -192,7 +192,7 @@ def available(device) -> "tuple[int, str]":
 
     Examples
     --------
-    >>> from gpusparse._device import CPU
+    >>> from gpusparse._placement import CPU
     >>> n, why = available(CPU)
     >>> n > 0 and isinstance(why, str)
     True
@@ -202,12 +202,22 @@ def available(device) -> "tuple[int, str]":
     return host_available()
 
 
+#: The host buffer pools' ``release_free`` functions (:mod:`gpusparse._kernels.cpu._pool` adds its
+#: own when imported): a pool that was never imported holds no free blocks.
+_HOST_POOLS: list = []
+
+
+def add_host_pool(release_free) -> None:
+    """Have :func:`require` call ``release_free()`` (bytes released) before it refuses a host request."""
+    if release_free not in _HOST_POOLS:
+        _HOST_POOLS.append(release_free)
+
+
 def _release_free_blocks(device) -> int:
     """Hand the free blocks of the device's memory pool back; the bytes released."""
     if getattr(device, "is_cuda", False):
         return 0  # CuPy's free blocks are already counted as available
-    from gpusparse._kernels.cpu import _pool
-    return _pool.release_free()
+    return sum(release_free() for release_free in _HOST_POOLS)
 
 
 # --------------------------------------------------------------------------
@@ -265,7 +275,7 @@ def require(nbytes_needed: int, device, what: str, name: "str | None" = None) ->
 
     Examples
     --------
-    >>> from gpusparse._device import CPU
+    >>> from gpusparse._placement import CPU
     >>> require(1 << 20, CPU, "a small buffer", "demo")
     >>> require(1 << 62, CPU, "the result", "demo")
     Traceback (most recent call last):
@@ -296,7 +306,7 @@ def check_output(shape, dtype) -> None:
     needed = nbytes(shape, dtype)
     if needed < CHECK_MIN_BYTES:
         return
-    from gpusparse._device import CPU
+    from gpusparse._placement import CPU
     what = f"an output of shape {tuple(shape)} and dtype {np.dtype(dtype).name}"
     if needed > PHYSICAL_MEMORY:
         op = _operation.get() or "an operation"

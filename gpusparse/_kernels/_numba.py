@@ -102,8 +102,9 @@ def parallel_kernel(dispatcher, launch_lock):
 def jit(*, parallel: bool = False):
     """Decorate a top-level kernel with ``numba.njit`` (cached, nogil); see the module docstring."""
     # Imported here: importing it runs gpusparse._kernels.cpu's __init__,
-    # whose kernel modules import this module.
-    from gpusparse._kernels.cpu import _threading
+    # whose kernel modules import this module. The module itself, not the
+    # package: the registry's names are not needed here.
+    import gpusparse._kernels.cpu._threading as _threading
 
     _threading.configure()
 

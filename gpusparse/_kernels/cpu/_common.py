@@ -14,7 +14,7 @@ import threading
 import numpy as np
 
 from gpusparse._kernels._numba import jit, n_threads
-from gpusparse._kernels.cpu import _pool
+import gpusparse._kernels.cpu._pool as _pool
 from gpusparse._memory import check_output
 
 #: Work below this many elements runs serially: thread start-up costs more.

@@ -28,6 +28,8 @@ import weakref
 
 import numpy as np
 
+from gpusparse._memory import add_host_pool
+
 __all__ = ["free_bytes", "lease", "release_free", "size_class"]
 
 _MIN_BYTES = 1 << 20
@@ -142,6 +144,9 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+# The memory rule releases the free buffers before it refuses a host allocation.
+add_host_pool(release_free)
 
 
 def free_bytes() -> int:

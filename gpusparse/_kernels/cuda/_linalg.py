@@ -30,7 +30,7 @@ malformed or non-canonical one (built with ``check=False``, or whose
 buffers the caller changed) takes the hand-written kernels. A *trusted*
 structure skips that check (:func:`_structure_for_cusparse`): the very
 ``indptr`` and ``indices`` objects recorded by
-:func:`gpusparse.containers.compressed.trust_structure` for the stored shape
+:func:`gpusparse._trusted.trust_structure` for the stored shape
 -- buffers only the library holds, validated or produced by its kernels
 (see :attr:`gpusparse.CSR.structure_trusted`). Then ``spmv`` and ``spmm``
 synchronise nothing; otherwise the check is their only synchronisation.
@@ -46,8 +46,9 @@ from __future__ import annotations
 import numpy as np
 
 import gpusparse._memory as _memory
-from gpusparse._device import Device
+from gpusparse._placement import Device
 from gpusparse._errors import warn_efficiency
+from gpusparse._trusted import is_trusted_structure, trust_structure
 from gpusparse._kernels.cuda import _cusparse, _grid
 from gpusparse._kernels.cuda._backend import cupy, get_function
 
@@ -108,7 +109,6 @@ def _checked_structure(indptr, indices, n_rows, n_cols):
 
 def _trusted(indptr, indices, n_rows, n_cols) -> bool:
     """Whether ``(indptr, indices)`` are a trusted CSR structure of ``(n_rows, n_cols)`` (no device work)."""
-    from gpusparse.containers.compressed import is_trusted_structure
     return is_trusted_structure(indptr, indices, (n_rows, n_cols))
 
 
@@ -131,7 +131,6 @@ def _structure_for_cusparse(indptr, indices, n_rows, n_cols, trusted=None):
 
 def _trusted_output(indptr, indices, data, n_rows, n_cols):
     """Record a product's output structure (allocated here, canonical, in its shape) as trusted."""
-    from gpusparse.containers.compressed import trust_structure
     trust_structure(indptr, indices, (n_rows, n_cols))
     return indptr, indices, data
 
