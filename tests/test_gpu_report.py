@@ -48,6 +48,17 @@ def test_the_default_plan_fits_one_command():
             "io", "dask"} <= names
 
 
+def test_the_readme_lists_the_plan():
+    """benchmarks/README.md's table of the CUDA benchmark modules is BENCH_CUDA_PLAN, in its order."""
+    with open(os.path.join(REPO, "benchmarks", "README.md")) as f:
+        text = f.read()
+    rows = [tuple(cell.strip(" `") for cell in line.strip().strip("|").split("|"))
+            for line in text.splitlines() if line.strip().startswith("|")]
+    names = {m for m, _, _ in gpu_report.BENCH_CUDA_PLAN}
+    listed = [(m, int(size), int(share)) for m, size, share in rows if m in names]
+    assert listed == list(gpu_report.BENCH_CUDA_PLAN)
+
+
 def test_worker_env_caps_threads_and_jax():
     env = gpu_report.worker_env({"XLA_PYTHON_CLIENT_PREALLOCATE": "true"}, workers=16, cores=16, test_timeout=60)
     assert env["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
