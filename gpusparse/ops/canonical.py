@@ -4,6 +4,10 @@ Coordinates are sorted through linear int64 keys. Where the product of the
 sparse dimensions does not fit in 63 bits, the dimensions are split into
 groups whose products do, and the groups are sorted least significant first
 with a stable sort (a lexicographic radix sort) -- never a silent overflow.
+
+The operations take the :class:`~gpusparse._backend.Backend` of their
+operand's device as the keyword ``be`` when their caller has resolved it
+already, and resolve it once themselves when not.
 """
 
 from __future__ import annotations
@@ -12,7 +16,8 @@ import math
 
 import numpy as np
 
-from gpusparse._device import device_scope, kernels_for, to_host, xp_for
+from gpusparse._backend import backend
+from gpusparse._device import to_host
 from gpusparse._kernels import c_strides  # noqa: F401  (part of this module's vocabulary: canonical.c_strides)
 
 __all__ = ["coalesce", "flag_sorted", "is_compressed_canonical", "make_compressed_canonical", "reorder", "sum_segments", "take_rows"]
@@ -114,8 +119,9 @@ def take_rows(data, index, k, fill=None):
     Examples
     --------
     >>> import numpy as np
-    >>> from gpusparse._device import as_device, kernels_for
-    >>> take_rows(np.arange(6).reshape(3, 2), np.array([2, 0]), kernels_for(as_device("cpu")))
+    >>> from gpusparse._backend import backend
+    >>> from gpusparse._device import as_device
+    >>> take_rows(np.arange(6).reshape(3, 2), np.array([2, 0]), backend(as_device("cpu")).kernels)
     array([[4, 5],
            [0, 1]])
     """
@@ -144,7 +150,7 @@ def sum_segments(data, starts, perm, k):
     return out.reshape((starts.shape[0] - 1,) + dense)
 
 
-def coalesce(x, test_order=True):
+def coalesce(x, test_order=True, *, be=None):
     """Sort ``x``'s coordinates row-major and sum duplicates; ``x`` itself if already coalesced.
 
     Parameters
@@ -155,6 +161,8 @@ def coalesce(x, test_order=True):
         the sort if they are. False sorts at once: for callers that know the
         order is all but certainly not row-major (entries sorted in another
         order), where the test would cost a sync and save nothing.
+    be : Backend, optional
+        The backend of ``x``'s device, when the caller has it already.
 
     Synchronises the device to learn the number of unique coordinates,
     unless ``x`` is flagged unique (then there is nothing to sum).
@@ -165,9 +173,9 @@ def coalesce(x, test_order=True):
     sparse_shape = x.shape[: x.sparse_dim]
     if x.nnz <= 1 or x.sparse_dim == 0 and x.nnz == 0:
         return _flagged(x, unique=True)
-    dev = x.device
-    k, xp = kernels_for(dev), xp_for(dev)
-    with device_scope(dev):
+    be = be or backend(x.device)
+    dev, k, xp = be.device, be.kernels, be.xp
+    with be.scope():
         payload = value_payload(x.data)
         keys, moved, state = sorted_keys(x.coords, sparse_shape, k, xp, payload, test_order=test_order)
         if state == 2:
@@ -193,14 +201,14 @@ def coalesce(x, test_order=True):
     return COO._from_parts(coords, data, x.shape, x.fill_value, dev, sorted=True, unique=True)
 
 
-def reorder(x):
+def reorder(x, *, be=None):
     """Stable row-major sort of ``x``'s entries without summing duplicates (TF's ``sparse.reorder``)."""
     from gpusparse.containers import COO
     if x.sorted or x.nnz <= 1:
         return _flagged(x, unique=x.unique or x.nnz <= 1)
-    dev = x.device
-    k, xp = kernels_for(dev), xp_for(dev)
-    with device_scope(dev):
+    be = be or backend(x.device)
+    dev, k, xp = be.device, be.kernels, be.xp
+    with be.scope():
         _, perm, state = sorted_keys(x.coords, x.shape[: x.sparse_dim], k, xp)
         if perm is None:
             return _flagged(x, unique=x.unique or state == 2)
@@ -209,7 +217,7 @@ def reorder(x):
     return COO._from_parts(coords, data, x.shape, x.fill_value, dev, sorted=True, unique=x.unique)
 
 
-def flag_sorted(arrays):
+def flag_sorted(arrays, *, be=None):
     """The COO ``arrays`` with their order tested: those found sorted come back flagged so.
 
     Arrays flagged sorted already are kept; every other one costs a pass
@@ -225,9 +233,9 @@ def flag_sorted(arrays):
     todo = [i for i, x in enumerate(arrays) if not x.sorted]
     if not todo:
         return arrays
-    dev = arrays[todo[0]].device
-    k, xp = kernels_for(dev), xp_for(dev)
-    with device_scope(dev):
+    be = be or backend(arrays[todo[0]].device)
+    k, xp = be.kernels, be.xp
+    with be.scope():
         states = []
         for i in todo:
             x = arrays[i]
@@ -259,15 +267,16 @@ def compressed_keys(x, k):
     return keys
 
 
-def is_compressed_canonical(x) -> bool:
+def is_compressed_canonical(x, *, be=None) -> bool:
     """Whether a CSR/CSC array's entries are sorted and unique within each major slice.
 
     One pass over the structure and one synchronisation (none for nnz <= 1).
     """
     if x.nnz <= 1:
         return True
-    k, xp = kernels_for(x.device), xp_for(x.device)
-    with device_scope(x.device):
+    be = be or backend(x.device)
+    k, xp = be.kernels, be.xp
+    with be.scope():
         if math.prod(x.shape[:2]) < _KEY_LIMIT:
             keys = compressed_keys(x, k)
         else:  # compared as (major, minor) pairs
@@ -282,8 +291,9 @@ def make_compressed_canonical(x) -> None:
     are canonical already.
     """
     from gpusparse.ops.convert import compressed_to_coo, coo_to_compressed
-    if is_compressed_canonical(x):
+    be = backend(x.device)
+    if is_compressed_canonical(x, be=be):
         return
-    dev = x.device
-    canonical = coo_to_compressed(compressed_to_coo(x, trusted=False), type(x), index_dtype=x.index_dtype)
-    x._set(canonical.indptr, canonical.indices, canonical.data, x.shape, x.fill_value, dev)
+    canonical = coo_to_compressed(compressed_to_coo(x, trusted=False, be=be), type(x),
+                                  index_dtype=x.index_dtype, be=be)
+    x._set(canonical.indptr, canonical.indices, canonical.data, x.shape, x.fill_value, be.device)

@@ -1,4 +1,9 @@
-"""Conversions between formats, dtypes, devices and to dense arrays."""
+"""Conversions between formats, dtypes, devices and to dense arrays.
+
+The conversions take the :class:`~gpusparse._backend.Backend` of their
+operand's device as the keyword ``be`` when their caller has resolved it
+already, and resolve it once themselves when not.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,8 @@ import math
 import numpy as np
 
 import gpusparse._memory as _memory
-from gpusparse._device import as_device, device_scope, kernels_for, to_device_array, xp_for
+from gpusparse._backend import backend
+from gpusparse._device import as_device, to_device_array
 from gpusparse._dtypes import check_value_dtype, index_dtype_for, normalize_fill_value
 from gpusparse.ops import canonical
 
@@ -70,11 +76,11 @@ def compressed_subset(indptr, keep, arrays, k, xp):
     return new_indptr, [canonical.take_rows(a, index, k) for a in arrays]
 
 
-def keep_entries(x, keep):
+def keep_entries(x, keep, *, be=None):
     """``x`` with the stored entries where the bool mask ``keep`` ((nnz,)) holds; format and flags kept."""
-    dev = x.device
-    k, xp = kernels_for(dev), xp_for(dev)
-    with device_scope(dev):
+    be = be or backend(x.device)
+    k, xp = be.kernels, be.xp
+    with be.scope():
         if x.format == "coo":
             index = xp.nonzero(keep)[0]  # sync: the number of entries kept
             return rebuild(x, (k.take_columns(x.coords, index), canonical.take_rows(x.data, index, k)))
@@ -86,19 +92,19 @@ def keep_entries(x, keep):
 # Dense output
 # --------------------------------------------------------------------------
 
-def to_dense(x, default_value=None):
+def to_dense(x, default_value=None, *, be=None):
     """Dense array of ``x`` with every unstored element equal to ``default_value`` (or the fill)."""
     _memory.require(_memory.nbytes(x.shape, x.dtype), x.device,
                     f"the dense array of shape {x.shape} and dtype {x.dtype.name}",
                     _memory.current_operation() or "to_dense")
-    coo = x if x.format == "coo" else compressed_to_coo(x)
-    coo = coo if coo.unique else canonical.coalesce(coo)
+    be = be or backend(x.device)
+    coo = x if x.format == "coo" else compressed_to_coo(x, be=be)
+    coo = coo if coo.unique else canonical.coalesce(coo, be=be)
     dtype = x.dtype
     fill = x.fill_value if default_value is None else normalize_fill_value(default_value, dtype, "default_value")
     sparse_shape, dense_shape = x.shape[: x.sparse_dim], x.shape[x.sparse_dim:]
-    dev = x.device
-    k, xp = kernels_for(dev), xp_for(dev)
-    with device_scope(dev):
+    k, xp = be.kernels, be.xp
+    with be.scope():
         out = xp.full((math.prod(sparse_shape), math.prod(dense_shape)), fill, dtype=dtype)
         if coo.nnz and out.size:
             keys = k.linearize(coo.coords, sparse_shape)
@@ -110,16 +116,16 @@ def to_dense(x, default_value=None):
 # Formats
 # --------------------------------------------------------------------------
 
-def compressed_to_coo(x, *, trusted=True):
+def compressed_to_coo(x, *, trusted=True, be=None):
     """COO view of a CSR/CSC array (new coordinate array, shared data).
 
     ``trusted=False`` is for components not yet made canonical: the result
     then claims neither sorted nor unique coordinates.
     """
     from gpusparse.containers import COO
-    dev = x.device
-    k, xp = kernels_for(dev), xp_for(dev)
-    with device_scope(dev):
+    be = be or backend(x.device)
+    dev, k, xp = be.device, be.kernels, be.xp
+    with be.scope():
         majors = k.expand(x.indptr, x.nnz)
         minors = x.indices.astype(np.int64)
         pair = (majors, minors) if x._major_axis == 0 else (minors, majors)
@@ -129,7 +135,7 @@ def compressed_to_coo(x, *, trusted=True):
                            sorted=trusted and is_csr, unique=trusted)
 
 
-def coo_to_compressed(coo, cls, index_dtype=None, *, other_order=False):
+def coo_to_compressed(coo, cls, index_dtype=None, *, other_order=False, be=None):
     """CSR or CSC (``cls``) from a COO array with two sparse dimensions.
 
     ``other_order``: the entries are sorted in the other major order (they
@@ -151,19 +157,18 @@ def coo_to_compressed(coo, cls, index_dtype=None, *, other_order=False):
         swapped = (shape[1], shape[0]) + shape[2:]
         coo = COO._from_parts(coo.coords[::-1].copy(), coo.data, swapped, coo.fill_value, coo.device,
                               sorted=False, unique=coo.unique)
-    coo = canonical.coalesce(coo, test_order=not other_order)
+    be = be or backend(coo.device)
+    coo = canonical.coalesce(coo, test_order=not other_order, be=be)
     n_major, n_minor = shape[major], shape[1 - major]
     if index_dtype is None:
         index_dtype = index_dtype_for(n_major, n_minor, coo.nnz)
-    dev = coo.device
-    k = kernels_for(dev)
-    with device_scope(dev):
-        indptr = k.compress(coo.coords[0], n_major, index_dtype)
+    with be.scope():
+        indptr = be.kernels.compress(coo.coords[0], n_major, index_dtype)
         indices = coo.coords[1].astype(index_dtype)
-    return cls._from_parts(indptr, indices, coo.data, shape, coo.fill_value, dev)
+    return cls._from_parts(indptr, indices, coo.data, shape, coo.fill_value, be.device)
 
 
-def transpose_compressed(x, cls):
+def transpose_compressed(x, cls, *, be=None):
     """The CSR or CSC (``cls``) of ``x``: a CSC or CSR, or a COO whose entries are row-major sorted and unique.
 
     The layout transpose of SciPy's ``csr_tocsc`` (the
@@ -188,11 +193,11 @@ def transpose_compressed(x, cls):
     major = cls._major_axis
     n_major, n_minor = shape[major], shape[1 - major]
     index_dtype = index_dtype_for(n_major, n_minor, x.nnz)
-    dev = x.device
-    k = kernels_for(dev)
+    be = be or backend(x.device)
+    dev, k = be.device, be.kernels
     data = x.data
     nnz, rest = data.shape[0], data.shape[1:]
-    with device_scope(dev):
+    with be.scope():
         if x.format == "coo":  # row-major sorted, unique: its CSR structure, then the transpose
             indptr, indices = k.compress(x.coords[0], shape[0], np.int64), x.coords[1]
         else:
@@ -203,7 +208,7 @@ def transpose_compressed(x, cls):
     return cls._from_parts(t_indptr, t_indices, t_values.reshape(data.shape), shape, x.fill_value, dev)
 
 
-def asformat(x, format: str):
+def asformat(x, format: str, *, be=None):
     """``x`` in ``format``; ``x`` itself when it is in that format already.
 
     CSR <-> CSC, and a row-major sorted, unique COO to CSC, take the direct
@@ -213,20 +218,21 @@ def asformat(x, format: str):
     cls = _format_class(format)
     if x.format == cls.format:
         return x
+    be = be or backend(x.device)
     if cls.format != "coo" and (x.format != "coo" or (
             cls.format == "csc" and x.sparse_dim == 2 and x.sorted and x.unique)):
-        return transpose_compressed(x, cls)
-    coo = x if x.format == "coo" else compressed_to_coo(x)
+        return transpose_compressed(x, cls, be=be)
+    coo = x if x.format == "coo" else compressed_to_coo(x, be=be)
     if cls.format == "coo":
         return coo
-    return coo_to_compressed(coo, cls)
+    return coo_to_compressed(coo, cls, be=be)
 
 
 # --------------------------------------------------------------------------
 # dtype, device, copy
 # --------------------------------------------------------------------------
 
-def astype(x, dtype, copy: bool = True):
+def astype(x, dtype, copy: bool = True, *, be=None):
     """``x`` with values and fill value cast to ``dtype`` (NumPy's unsafe casting).
 
     A cast is not linear (``int(0.6) + int(0.6) != int(1.2)``), so duplicate
@@ -235,9 +241,10 @@ def astype(x, dtype, copy: bool = True):
     dtype = check_value_dtype(dtype, "dtype")
     if dtype == x.dtype and not copy:
         return x
+    be = be or backend(x.device)
     if dtype != x.dtype and x.format == "coo" and not x.unique:
-        x = canonical.coalesce(x)
-    with device_scope(x.device):
+        x = canonical.coalesce(x, be=be)
+    with be.scope():
         arrays = components(x)
         data = arrays[-1].astype(dtype, copy=True)
         fill = np.asarray(x.fill_value).astype(dtype)[()]
@@ -254,7 +261,7 @@ def to_device(x, device):
     return rebuild(x, arrays, device=dev)
 
 
-def copy(x):
+def copy(x, *, be=None):
     """Deep copy of ``x`` on its device."""
-    with device_scope(x.device):
+    with (be or backend(x.device)).scope():
         return rebuild(x, tuple(a.copy() for a in components(x)))

@@ -30,7 +30,8 @@ import math
 import numpy as np
 
 import gpusparse._memory as _memory
-from gpusparse._device import device_scope, kernels_for, to_host, xp_for
+from gpusparse._backend import backend
+from gpusparse._device import to_host
 from gpusparse._errors import warn_efficiency
 from gpusparse.ops import canonical, convert
 from gpusparse.ops.linalg.operands import (
@@ -74,18 +75,18 @@ def finish_dense(out, dtype):
     return out != 0 if np.dtype(dtype) == np.bool_ else out
 
 
-def finish_sparse(x, dtype):
+def finish_sparse(x, dtype, be):
     """Sparse ``x`` computed in the compute dtype as ``dtype`` (bool: stored value != 0)."""
     if np.dtype(dtype) != np.bool_:
         return x
     from gpusparse.ops.convert import components, rebuild
     arrays = components(x)
-    with device_scope(x.device):
+    with be.scope():
         data = arrays[-1] != 0
     return rebuild(x, arrays[:-1] + (data,), fill_value=np.bool_(False))
 
 
-def transpose_2d(x):
+def transpose_2d(x, *, be=None):
     """The transpose of a 2-D all-sparse array: CSR <-> CSC over the same arrays, COO rows swapped."""
     from gpusparse.containers import CSC, CSR
     m, n = x.shape
@@ -93,24 +94,25 @@ def transpose_2d(x):
         return CSC._from_parts(x.indptr, x.indices, x.data, (n, m), x.fill_value, x.device)
     if x.format == "csc":
         return CSR._from_parts(x.indptr, x.indices, x.data, (n, m), x.fill_value, x.device)
-    return swap_last_two(x)
+    return swap_last_two(x, be=be)
 
 
-def swap_last_two(x):
+def swap_last_two(x, *, be=None):
     """All-sparse COO ``x`` with its last two axes swapped."""
-    coo = as_coo(x)
+    be = be or backend(x.device)
+    coo = as_coo(x, be=be)
     d = coo.ndim
     order = list(range(d - 2)) + [d - 1, d - 2]
-    with device_scope(coo.device):
+    with be.scope():
         coords = coo.coords[order]
     shape = tuple(coo.shape[i] for i in order)
-    return new_coo(coords, coo.data, shape, coo.device, sorted=coo.nnz <= 1, unique=coo.unique,
+    return new_coo(coords, coo.data, shape, be, sorted=coo.nnz <= 1, unique=coo.unique,
                    fill=coo.fill_value)
 
 
-def spmm_into(view, b, out, dev, alpha=1, beta=0):
-    """``out = alpha * op(view) @ b + beta * out`` for 1-D or 2-D ``b`` / ``out`` of the view's dtype."""
-    k, xp = kernels_for(dev), xp_for(dev)
+def spmm_into(view, b, out, be, alpha=1, beta=0):
+    """``out = alpha * op(view) @ b + beta * out`` for 1-D or 2-D ``b`` / ``out`` of the view's dtype, on backend ``be``."""
+    k, xp = be.kernels, be.xp
     if out.size == 0:
         return
     if view.nnz == 0 or b.shape[0] == 0:
@@ -171,9 +173,10 @@ class BatchPlan:
     def left_keeps_order(self) -> bool:
         return not self.shared or not self.a_only or max(self.shared) < min(self.a_only)
 
-    def left_matrix(self, a, k, xp):
+    def left_matrix(self, a, be):
         """All-sparse COO ``a`` as the 2-D COO ``(shared, a_only, M) x (shared, K)``."""
-        coo = as_coo(a)
+        k, xp = be.kernels, be.xp
+        coo = as_coo(a, be=be)
         c = coo.coords
         M, K = coo.shape[-2:]
         rows = [c[i - self.a_off] for i in self.shared + self.a_only] + [c[coo.ndim - 2]]
@@ -183,12 +186,13 @@ class BatchPlan:
         r = linear_keys(rows, row_shape, k, xp)
         s = linear_keys(cols, col_shape, k, xp)
         return new_coo(xp.stack([r, s]), coo.data, (math.prod(row_shape), math.prod(col_shape)),
-                       coo.device, sorted=coo.sorted and self.left_keeps_order(), unique=coo.unique)
+                       be, sorted=coo.sorted and self.left_keeps_order(), unique=coo.unique)
 
     # -- the right operand ----------------------------------------------
-    def right_matrix(self, b, k, xp):
+    def right_matrix(self, b, be):
         """All-sparse COO ``b`` as the 2-D COO ``(shared, K) x (b_only, N)``."""
-        coo = as_coo(b)
+        k, xp = be.kernels, be.xp
+        coo = as_coo(b, be=be)
         c = coo.coords
         K, N = coo.shape[-2:]
         rows = [c[i - self.b_off] for i in self.shared] + [c[coo.ndim - 2]]
@@ -198,7 +202,7 @@ class BatchPlan:
         r = linear_keys(rows, row_shape, k, xp)
         s = linear_keys(cols, col_shape, k, xp)
         return new_coo(xp.stack([r, s]), coo.data, (math.prod(row_shape), math.prod(col_shape)),
-                       coo.device, sorted=coo.sorted and not self.b_only, unique=coo.unique)
+                       be, sorted=coo.sorted and not self.b_only, unique=coo.unique)
 
     def right_dense(self, b, xp):
         """Dense ``b`` as the 2-D array ``(shared, K) x (b_only, N)`` (one copy at most)."""
@@ -255,80 +259,77 @@ class BatchPlan:
 # sparse @ dense, dense @ sparse
 # --------------------------------------------------------------------------
 
-def _zeros(shape, dtype, dev):
-    xp = xp_for(dev)
-    with device_scope(dev):
-        return xp.zeros(shape, dtype=dtype)
+def _zeros(shape, dtype, be):
+    with be.scope():
+        return be.xp.zeros(shape, dtype=dtype)
 
 
-def sparse_dense(a, b, dtype):
-    """All-sparse ``a`` (>= 2-D, zero fill) @ dense ``b`` (>= 2-D), NumPy broadcasting, in ``dtype``."""
-    dev = a.device
-    k, xp = kernels_for(dev), xp_for(dev)
+def sparse_dense(a, b, dtype, be):
+    """All-sparse ``a`` (>= 2-D, zero fill) @ dense ``b`` (>= 2-D), NumPy broadcasting, in ``dtype``, on ``be``."""
+    k, xp = be.kernels, be.xp
     cdt = compute_dtype(dtype)
     M, K = a.shape[-2:]
     N = b.shape[-1]
     plan = BatchPlan(a.shape[:-2], b.shape[:-2])
     out_shape = plan.out + (M, N)
     if math.prod(out_shape) == 0 or a.nnz == 0 or K == 0:
-        return _zeros(out_shape, dtype, dev)
-    with device_scope(dev):
+        return _zeros(out_shape, dtype, be)
+    with be.scope():
         b = b.astype(cdt, copy=False)
         if a.ndim == 2:
-            view = csr_view(a).astype(cdt)
+            view = csr_view(a, be=be).astype(cdt)
             if b.ndim == 2:
                 out = k.empty((M, N), dtype=cdt)
-                spmm_into(view, b, out, dev)
+                spmm_into(view, b, out, be)
                 return finish_dense(out, dtype)
             b2 = plan.right_dense(b, xp)
         else:
             warn = a.format == "coo" and not a.sorted
-            view = csr_view(plan.left_matrix(a, k, xp), warn=warn).astype(cdt)
+            view = csr_view(plan.left_matrix(a, be), warn=warn, be=be).astype(cdt)
             b2 = plan.right_dense(b, xp)
         out2 = k.empty((view.shape[0], b2.shape[1]), dtype=cdt)
-        spmm_into(view, b2, out2, dev)
+        spmm_into(view, b2, out2, be)
         return finish_dense(plan.unpack_dense(out2, M, N, xp), dtype)
 
 
-def dense_sparse(a, b, dtype):
-    """Dense ``a`` (>= 2-D) @ all-sparse ``b`` (>= 2-D, zero fill): ``(b.T @ a.T).T`` per batch."""
-    dev = b.device
-    k, xp = kernels_for(dev), xp_for(dev)
+def dense_sparse(a, b, dtype, be):
+    """Dense ``a`` (>= 2-D) @ all-sparse ``b`` (>= 2-D, zero fill): ``(b.T @ a.T).T`` per batch, on ``be``."""
+    k, xp = be.kernels, be.xp
     cdt = compute_dtype(dtype)
     M, K = a.shape[-2:]
     N = b.shape[-1]
     if a.ndim == 2 and b.ndim == 2:
         if M * N == 0 or b.nnz == 0 or K == 0:
-            return _zeros((M, N), dtype, dev)
-        with device_scope(dev):
+            return _zeros((M, N), dtype, be)
+        with be.scope():
             a = a.astype(cdt, copy=False)
-            view = csr_view(b).astype(cdt).transposed()
+            view = csr_view(b, be=be).astype(cdt).transposed()
             out = k.empty((M, N), dtype=cdt)
-            spmm_into(view, a.T, out.T, dev)  # out.T = b.T @ a.T, both as column-major views
+            spmm_into(view, a.T, out.T, be)  # out.T = b.T @ a.T, both as column-major views
             return finish_dense(out, dtype)
-    bt = transpose_2d(b) if b.ndim == 2 else swap_last_two(b)
-    with device_scope(dev):
-        res = sparse_dense(bt, xp.swapaxes(a, -1, -2), dtype)
+    bt = transpose_2d(b, be=be) if b.ndim == 2 else swap_last_two(b, be=be)
+    with be.scope():
+        res = sparse_dense(bt, xp.swapaxes(a, -1, -2), dtype, be)
         return xp.ascontiguousarray(xp.swapaxes(res, -1, -2))
 
 
-def hybrid_left_dense(a, b, dtype):
+def hybrid_left_dense(a, b, dtype, be):
     """Sparse ``a`` with dense trailing dims @ dense ``b`` (1-D or 2-D): the contraction stays inside the blocks.
 
     Each stored block ``(*D, K)`` is multiplied by ``b``; the blocks are
     scattered into the dense result (duplicates add up).
     """
     from gpusparse.containers import COO
-    dev = a.device
-    xp = xp_for(dev)
+    from gpusparse.ops.convert import to_dense
+    xp = be.xp
     cdt = compute_dtype(dtype)
-    coo = as_coo(a)
+    coo = as_coo(a, be=be)
     shape = a.shape[:-1] + ((b.shape[-1],) if b.ndim == 2 else ())
-    with device_scope(dev):
+    with be.scope():
         blocks = xp.matmul(coo.data.astype(cdt, copy=False), b.astype(cdt, copy=False))
-        res = COO._from_parts(coo.coords, xp.ascontiguousarray(blocks), shape, cdt.type(0), dev,
+        res = COO._from_parts(coo.coords, xp.ascontiguousarray(blocks), shape, cdt.type(0), be.device,
                               sorted=coo.sorted, unique=coo.unique)
-        return finish_dense(res.to_dense(), dtype)
+        return finish_dense(to_dense(res, be=be), dtype)
 
 
 # --------------------------------------------------------------------------
@@ -343,46 +344,51 @@ def _spgemm_fits(m, n, nnz) -> bool:
     return max(m, n) <= _INT32_LIMIT and max(m, n) <= max(2**24, 16 * nnz)
 
 
-def spgemm_2d(a, b, cdt):
-    """2-D all-sparse ``a @ b`` (zero fills) in ``cdt``: CSR, or CSC for CSC @ CSC, or COO (huge shapes).
+def spgemm_2d(a, b, cdt, be):
+    """2-D all-sparse ``a @ b`` (zero fills) in ``cdt`` on ``be``: CSR, or CSC for CSC @ CSC, or COO (huge shapes).
 
     May synchronise the device (the size of the output).
     """
     from gpusparse.containers import CSC, CSR
-    dev = a.device
-    k = kernels_for(dev)
+    dev, k = be.device, be.kernels
     m, kk = a.shape
     n = b.shape[1]
     zero = cdt.type(0)
     if not _spgemm_fits(m, n, a.nnz + b.nnz):
-        return esc_product(a, b, cdt)
-    with device_scope(dev):
+        return esc_product(a, b, cdt, be)
+    with be.scope():
         if a.format == "csc" and b.format == "csc":  # C.T = B.T @ A.T: read both CSC as CSR
             ip, ix, dd = k.spgemm(b.indptr, b.indices, b.data.astype(cdt, copy=False),
                                   a.indptr, a.indices, a.data.astype(cdt, copy=False),
                                   (n, kk, m))  # sync: the primitive sizes its output
             return CSC._from_parts(ip, ix, dd, (m, n), zero, dev)
-        ac = a if a.format == "csr" else (coo_to_csr(a) if a.format == "coo" else convert.asformat(a, "csr"))
-        bc = b if b.format == "csr" else (coo_to_csr(b) if b.format == "coo" else convert.asformat(b, "csr"))
+        ac = _as_csr(a, be)
+        bc = _as_csr(b, be)
         ip, ix, dd = k.spgemm(ac.indptr, ac.indices, ac.data.astype(cdt, copy=False),
                               bc.indptr, bc.indices, bc.data.astype(cdt, copy=False),
                               (m, kk, n))  # sync: the primitive sizes its output
         return CSR._from_parts(ip, ix, dd, (m, n), zero, dev)
 
 
-def esc_product(a, b, cdt):
+def _as_csr(x, be):
+    """2-D all-sparse ``x`` as CSR: itself, its canonical CSR (COO) or its transpose (CSC)."""
+    if x.format == "csr":
+        return x
+    return coo_to_csr(x, be=be) if x.format == "coo" else convert.asformat(x, "csr", be=be)
+
+
+def esc_product(a, b, cdt, be):
     """2-D ``a @ b`` by expand-sort-compress: every product term, then one coalesce.
 
     Works for any shape whose 2-D keys fit the coalesce (which splits keys
     beyond 63 bits); costs memory and a sort proportional to the number of
     product terms. Synchronises once to size the terms.
     """
-    dev = a.device
-    k, xp = kernels_for(dev), xp_for(dev)
-    A = as_coo(a)
-    B = canonical.coalesce(as_coo(b))
+    dev, k, xp = be.device, be.kernels, be.xp
+    A = as_coo(a, be=be)
+    B = canonical.coalesce(as_coo(b, be=be), be=be)
     m, n = a.shape[0], b.shape[1]
-    with device_scope(dev):
+    with be.scope():
         a_rows, a_cols = A.coords[0], A.coords[1]
         b_rows = B.coords[0]
         lo = xp.searchsorted(b_rows, a_cols, side="left")
@@ -397,34 +403,33 @@ def esc_product(a, b, cdt):
         rows = a_rows[src_a]
         cols = B.coords[1][src_b]
         data = A.data.astype(cdt, copy=False)[src_a] * B.data.astype(cdt, copy=False)[src_b]
-        terms = new_coo(xp.stack([rows, cols]), data, (m, n), dev, sorted=False, unique=False)
-    return canonical.coalesce(terms)
+        terms = new_coo(xp.stack([rows, cols]), data, (m, n), be, sorted=False, unique=False)
+    return canonical.coalesce(terms, be=be)
 
 
-def sparse_sparse(a, b, dtype, fmt):
-    """All-sparse ``a @ b`` (>= 2-D each, zero fills) in ``dtype``.
+def sparse_sparse(a, b, dtype, fmt, be):
+    """All-sparse ``a @ b`` (>= 2-D each, zero fills) in ``dtype``, on ``be``.
 
     2-D results take ``fmt`` (``"coo"``, ``"csr"``, ``"csc"``); N-d results are COO.
     """
-    dev = a.device
-    k, xp = kernels_for(dev), xp_for(dev)
+    k, xp = be.kernels, be.xp
     cdt = compute_dtype(dtype)
     M = a.shape[-2]
     N = b.shape[-1]
     if a.ndim == 2 and b.ndim == 2:
-        res = spgemm_2d(a, b, cdt)
-        res = res if res.format == fmt else convert.asformat(res, fmt)
-        return finish_sparse(res, dtype)
+        res = spgemm_2d(a, b, cdt, be)
+        res = res if res.format == fmt else convert.asformat(res, fmt, be=be)
+        return finish_sparse(res, dtype, be)
     plan = BatchPlan(a.shape[:-2], b.shape[:-2])
     out_shape = plan.out + (M, N)
-    with device_scope(dev):
-        a2 = plan.left_matrix(a, k, xp)
-        b2 = plan.right_matrix(b, k, xp)
-        res = as_coo(spgemm_2d(a2, b2, cdt))
+    with be.scope():
+        a2 = plan.left_matrix(a, be)
+        b2 = plan.right_matrix(b, be)
+        res = as_coo(spgemm_2d(a2, b2, cdt, be), be=be)
         coords = plan.unpack_coords(res.coords[0], res.coords[1], M, N, k, xp)
-        out = new_coo(coords, res.data, out_shape, dev,
+        out = new_coo(coords, res.data, out_shape, be,
                       sorted=res.sorted and plan.result_keeps_order(), unique=True)
-    return finish_sparse(out, dtype)
+    return finish_sparse(out, dtype, be)
 
 
 # --------------------------------------------------------------------------
@@ -460,16 +465,16 @@ def _matmul_shapes(a_shape, b_shape, names, what):
     return out
 
 
-def _matmul(a, b, names=("a", "b"), what="matmul"):
-    """matmul of prepared operands (at least one sparse, one device)."""
+def _matmul(a, b, names=("a", "b"), what="matmul", *, be):
+    """matmul of prepared operands (at least one sparse) on their device's backend ``be``."""
     dtype = _check_operands(a, b, names, what)
     out_shape = _matmul_shapes(tuple(a.shape), tuple(b.shape), names, what)
     sa, sb = is_sparse(a), is_sparse(b)
     cdt = compute_dtype(dtype)
-    a = settle_duplicates(a, cdt) if sa else a
-    b = settle_duplicates(b, cdt) if sb else b
+    a = settle_duplicates(a, cdt, be=be) if sa else a
+    b = settle_duplicates(b, cdt, be=be) if sb else b
     if sa and not sb and a.dense_dim > 0 and b.ndim <= 2:
-        return hybrid_left_dense(a, b, dtype)
+        return hybrid_left_dense(a, b, dtype, be)
     a1, b1 = a.ndim == 1, b.ndim == 1
     fmt = a.format if sa and a.ndim == 2 and b.ndim == 2 else "coo"
     for x, name in ((a, names[0]), (b, names[1])):
@@ -482,23 +487,23 @@ def _matmul(a, b, names=("a", "b"), what="matmul"):
             )
     if sa:
         a = all_sparse(a)
-        a = insert_zero_axis(a, 0) if a1 else a
+        a = insert_zero_axis(a, 0, be=be) if a1 else a
     elif a1:
         a = a.reshape(1, -1)
     if sb:
         b = all_sparse(b)
-        b = insert_zero_axis(b, 1) if b1 else b
+        b = insert_zero_axis(b, 1, be=be) if b1 else b
     elif b1:
         b = b.reshape(-1, 1)
     with _memory.operation(what):  # names the product in a MemoryError of its allocations
         if sa and sb:
-            res = sparse_sparse(a, b, dtype, fmt)
+            res = sparse_sparse(a, b, dtype, fmt, be)
             if not (a1 or b1):
                 return res
             promoted = ([res.ndim - 2] if a1 else []) + ([res.ndim - 1] if b1 else [])
-            res = drop_axes(as_coo(res), promoted)
-            return res.to_dense() if res.ndim == 0 else res
-        res = sparse_dense(a, b, dtype) if sa else dense_sparse(a, b, dtype)
+            res = drop_axes(as_coo(res, be=be), promoted, be=be)
+            return convert.to_dense(res, be=be) if res.ndim == 0 else res
+        res = sparse_dense(a, b, dtype, be) if sa else dense_sparse(a, b, dtype, be)
     return res.reshape(out_shape)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusparse._device import device_scope, xp_for
+from gpusparse._backend import backend
 
 __all__ = ["SparseOperator", "aslinearoperator"]
 
@@ -52,19 +52,20 @@ class SparseOperator:
         x = all_sparse(x)
         self.shape = tuple(x.shape)
         self.device = x.device
+        self._backend = backend(x.device)
         self.dtype = np.dtype(np.int64) if x.dtype == np.bool_ else x.dtype
-        with device_scope(self.device):
-            self._view = csr_view(x, warn=False).astype(self.dtype)
+        with self._backend.scope():
+            self._view = csr_view(x, warn=False, be=self._backend).astype(self.dtype)
         self._adjoint = None
 
     @property
     def xp(self):
-        return xp_for(self.device)
+        return self._backend.xp
 
     def _apply(self, view, v, n_out):
         from gpusparse.ops.linalg.core import spmm_into
         xp = self.xp
-        with device_scope(self.device):
+        with self._backend.scope():
             v = xp.asarray(v)
             dtype = np.result_type(self.dtype, v.dtype)
             vector = v.ndim == 1
@@ -72,7 +73,7 @@ class SparseOperator:
             if block.ndim != 2 or block.shape[0] != view.shape[1]:
                 raise ValueError(f"operand of shape {v.shape} does not match an operator of shape {view.shape}")
             out = xp.empty((n_out, block.shape[1]), dtype=dtype)
-            spmm_into(view.astype(dtype), block.astype(dtype, copy=False), out, self.device)
+            spmm_into(view.astype(dtype), block.astype(dtype, copy=False), out, self._backend)
             return out.reshape(-1) if vector else out
 
     def adjoint_view(self):

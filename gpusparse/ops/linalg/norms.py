@@ -62,14 +62,15 @@ def _sum_along(x, axis):
 
 def _reduce_along(x, axis, op):
     """Dense max / min over the *stored* elements of ``x`` along ``axis`` (0 for slices storing nothing)."""
-    from gpusparse._device import kernels_for
+    from gpusparse._backend import backend
     from gpusparse.ops.linalg.operands import coo_to_csr
     from gpusparse.ops.linalg.products import _matrix_of
     from gpusparse.ops.linalg.torch_names import mm
     xp = xp_for(x.device)
     other = [d for d in range(x.ndim) if d != axis]
     with device_scope(x.device):
-        matrix = coo_to_csr(_matrix_of(x, other, [axis], kernels_for(x.device), xp), warn=False)
+        be = backend(x.device)
+        matrix = coo_to_csr(_matrix_of(x, other, [axis], be), warn=False, be=be)
         ones = xp.ones((x.shape[axis], 1), dtype=x.dtype)
         out = mm(matrix, ones, reduce=op)
     return out.reshape(tuple(x.shape[d] for d in other))

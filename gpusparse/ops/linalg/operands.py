@@ -33,9 +33,8 @@ import sys
 import numpy as np
 
 from gpusparse._components import to_array
-from gpusparse._device import (
-    array_device, device_of, device_scope, is_cupy_array, to_device_array, xp_for,
-)
+from gpusparse._backend import backend
+from gpusparse._device import array_device, device_of, is_cupy_array, to_device_array
 from gpusparse._dtypes import VALUE_DTYPES, check_value_dtype
 from gpusparse._errors import warn_efficiency
 from gpusparse.ops import canonical, convert
@@ -188,7 +187,7 @@ def require_zero_fill(x, name: str, what: str) -> None:
         )
 
 
-def settle_duplicates(x, dtype):
+def settle_duplicates(x, dtype, *, be=None):
     """``x`` coalesced when it may hold duplicates and is about to be computed in another dtype.
 
     Duplicates mean their sum *in the array's own dtype* (bool: or; integers
@@ -198,7 +197,7 @@ def settle_duplicates(x, dtype):
     """
     if x.format != "coo" or x.unique or np.dtype(dtype) == x.dtype or x.nnz <= 1:
         return x
-    return canonical.coalesce(x)
+    return canonical.coalesce(x, be=be)
 
 
 # --------------------------------------------------------------------------
@@ -253,10 +252,10 @@ class CsrView:
 
 
 def _array_module(arr):
-    return xp_for(array_device(arr))
+    return backend(array_device(arr)).xp
 
 
-def coo_to_csr(x, *, warn=True):
+def coo_to_csr(x, *, warn=True, be=None):
     """A canonical CSR of 2-D all-sparse COO ``x``; warns (``warn=True``) when ``x`` has to be sorted.
 
     A COO not flagged sorted is checked first (one pass and a sync); when its
@@ -264,23 +263,24 @@ def coo_to_csr(x, *, warn=True):
     said.
     """
     from gpusparse.containers import CSR
+    be = be or backend(x.device)
     if not x.sorted:
-        x = canonical.flag_sorted([x])[0]  # sync: does the product need a sort?
+        x = canonical.flag_sorted([x], be=be)[0]  # sync: does the product need a sort?
         if not x.sorted and warn:
             warn_efficiency(
                 "multiplying an unsorted COO array sorts its entries on every call; convert it "
                 "once with .tocsr() (or .coalesce()) and reuse the result"
             )
-    return convert.coo_to_compressed(x, CSR)
+    return convert.coo_to_compressed(x, CSR, be=be)
 
 
-def csr_view(x, *, warn=True) -> CsrView:
+def csr_view(x, *, warn=True, be=None) -> CsrView:
     """The :class:`CsrView` of a 2-D sparse array with no dense dimensions (any format)."""
     if x.format == "csr":
         return CsrView(x.indptr, x.indices, x.data, tuple(x.shape), "N")
     if x.format == "csc":
         return CsrView(x.indptr, x.indices, x.data, (x.shape[1], x.shape[0]), "T")
-    csr = coo_to_csr(x, warn=warn)
+    csr = coo_to_csr(x, warn=warn, be=be)
     return CsrView(csr.indptr, csr.indices, csr.data, tuple(csr.shape), "N")
 
 
@@ -288,9 +288,9 @@ def csr_view(x, *, warn=True) -> CsrView:
 # COO helpers shared by the engines
 # --------------------------------------------------------------------------
 
-def as_coo(x):
+def as_coo(x, *, be=None):
     """``x`` as COO (a view over new coordinates for compressed formats)."""
-    return x if x.format == "coo" else convert.compressed_to_coo(x)
+    return x if x.format == "coo" else convert.compressed_to_coo(x, be=be)
 
 
 def all_sparse(x):
@@ -301,40 +301,40 @@ def all_sparse(x):
     return sparsify(x, x.ndim)
 
 
-def new_coo(coords, data, shape, dev, *, sorted, unique, fill=None):
+def new_coo(coords, data, shape, be, *, sorted, unique, fill=None):
+    """A COO on ``be``'s device over ``coords`` (made C-contiguous int64) and ``data``."""
     from gpusparse.containers import COO
-    xp = xp_for(dev)
+    xp = be.xp
     dtype = data.dtype
     fill = dtype.type(0) if fill is None else fill
-    with device_scope(dev):
+    with be.scope():
         coords = xp.ascontiguousarray(coords, dtype=np.int64)
         data = xp.ascontiguousarray(data)
-    return COO._from_parts(coords, data, tuple(shape), fill, dev, sorted=sorted, unique=unique)
+    return COO._from_parts(coords, data, tuple(shape), fill, be.device, sorted=sorted, unique=unique)
 
 
-def insert_zero_axis(x, axis: int):
+def insert_zero_axis(x, axis: int, *, be=None):
     """All-sparse COO ``x`` with a new length-1 axis at ``axis`` (0 or ndim)."""
-    coo = as_coo(x)
-    dev = coo.device
-    xp = xp_for(dev)
-    with device_scope(dev):
+    be = be or backend(x.device)
+    coo = as_coo(x, be=be)
+    xp = be.xp
+    with be.scope():
         zeros = xp.zeros((1, coo.nnz), dtype=np.int64)
         parts = [zeros, coo.coords] if axis == 0 else [coo.coords, zeros]
         coords = xp.concatenate(parts, axis=0)
     shape = coo.shape[:axis] + (1,) + coo.shape[axis:]
-    return new_coo(coords, coo.data, shape, dev, sorted=coo.sorted, unique=coo.unique,
+    return new_coo(coords, coo.data, shape, be, sorted=coo.sorted, unique=coo.unique,
                    fill=coo.fill_value)
 
 
-def drop_axes(coo, axes):
+def drop_axes(coo, axes, *, be=None):
     """COO without the (length-1, coordinate-0) ``axes``; order and uniqueness are kept."""
+    be = be or backend(coo.device)
     keep = [d for d in range(coo.ndim) if d not in axes]
-    dev = coo.device
-    xp = xp_for(dev)
-    with device_scope(dev):
-        coords = coo.coords[keep] if keep else xp.zeros((0, coo.nnz), dtype=np.int64)
+    with be.scope():
+        coords = coo.coords[keep] if keep else be.xp.zeros((0, coo.nnz), dtype=np.int64)
     shape = tuple(coo.shape[d] for d in keep)
-    return new_coo(coords, coo.data, shape, dev, sorted=coo.sorted, unique=coo.unique,
+    return new_coo(coords, coo.data, shape, be, sorted=coo.sorted, unique=coo.unique,
                    fill=coo.fill_value)
 
 

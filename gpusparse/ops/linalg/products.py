@@ -45,7 +45,7 @@ import operator
 import numpy as np
 
 import gpusparse._memory as _memory
-from gpusparse._device import device_scope, kernels_for, xp_for
+from gpusparse._backend import backend
 from gpusparse.ops import canonical, convert
 from gpusparse.ops.linalg.core import (
     _matmul,
@@ -132,11 +132,11 @@ def matmul(a, b):
     array([ 3., inf])
     """
     (a, b), dev = prepare((a, b), ("a", "b"))
-    if not (is_sparse(a) or is_sparse(b)):
-        with device_scope(dev):
-            return xp_for(dev).matmul(a, b)
-    with device_scope(dev):
-        return _matmul(a, b)
+    be = backend(dev)
+    with be.scope():
+        if not (is_sparse(a) or is_sparse(b)):
+            return be.xp.matmul(a, b)
+        return _matmul(a, b, be=be)
 
 
 # --------------------------------------------------------------------------
@@ -174,9 +174,10 @@ def _normalize_axes(axes, a_ndim, b_ndim):
     return out[0], out[1]
 
 
-def _matrix_of(x, row_axes, col_axes, k, xp):
-    """Sparse ``x`` as the 2-D COO ``(prod rows, prod cols)`` (a permutation and reshape)."""
-    coo = as_coo(all_sparse(x))
+def _matrix_of(x, row_axes, col_axes, be):
+    """Sparse ``x`` as the 2-D COO ``(prod rows, prod cols)`` (a permutation and reshape), on ``be``."""
+    k, xp = be.kernels, be.xp
+    coo = as_coo(all_sparse(x), be=be)
     c = coo.coords
     row_shape = [coo.shape[i] for i in row_axes]
     col_shape = [coo.shape[i] for i in col_axes]
@@ -184,16 +185,16 @@ def _matrix_of(x, row_axes, col_axes, k, xp):
     s = linear_keys([c[i] for i in col_axes], col_shape, k, xp) if col_axes else xp.zeros(coo.nnz, np.int64)
     keeps = list(row_axes) + list(col_axes) == list(range(coo.ndim))
     return new_coo(xp.stack([r, s]), coo.data, (math.prod(row_shape), math.prod(col_shape)),
-                   coo.device, sorted=coo.sorted and keeps, unique=coo.unique)
+                   be, sorted=coo.sorted and keeps, unique=coo.unique)
 
 
-def _scale(x, s, dtype):
+def _scale(x, s, dtype, be):
     """Sparse ``x`` times a 0-d array ``s`` (dot with a scalar)."""
     from gpusparse._device import to_host
     from gpusparse.ops.convert import components, rebuild
     arrays = components(x)
     scalar = to_host(s).astype(dtype)[()]  # sync: the scalar, for the fill value
-    with device_scope(x.device):
+    with be.scope():
         data = arrays[-1].astype(dtype) * scalar
         fill = (np.asarray(x.fill_value).astype(dtype) * scalar)[()]
     return rebuild(x, arrays[:-1] + (data,), fill_value=fill)
@@ -234,9 +235,14 @@ def tensordot(a, b, axes=2):
     True
     """
     (a, b), dev = prepare((a, b), ("a", "b"))
-    xp, k = xp_for(dev), kernels_for(dev)
+    return _tensordot(a, b, axes, backend(dev))
+
+
+def _tensordot(a, b, axes, be):
+    """tensordot of prepared operands on their device's backend ``be``."""
+    xp, k = be.xp, be.kernels
     if not (is_sparse(a) or is_sparse(b)):
-        with device_scope(dev):
+        with be.scope():
             return xp.tensordot(a, b, axes)
     axes_a, axes_b = _normalize_axes(axes, a.ndim, b.ndim)
     for ia, ib in zip(axes_a, axes_b):
@@ -249,32 +255,32 @@ def tensordot(a, b, axes=2):
         if is_sparse(x):
             require_zero_fill(x, name, "tensordot")
     dtype = result_dtype(("a", a.dtype), ("b", b.dtype))
-    a = settle_duplicates(a, compute_dtype(dtype)) if is_sparse(a) else a
-    b = settle_duplicates(b, compute_dtype(dtype)) if is_sparse(b) else b
+    a = settle_duplicates(a, compute_dtype(dtype), be=be) if is_sparse(a) else a
+    b = settle_duplicates(b, compute_dtype(dtype), be=be) if is_sparse(b) else b
     free_a = [i for i in range(a.ndim) if i not in axes_a]
     free_b = [i for i in range(b.ndim) if i not in axes_b]
     out_shape = tuple(a.shape[i] for i in free_a) + tuple(b.shape[i] for i in free_b)
     R = math.prod(a.shape[i] for i in free_a)
     N = math.prod(b.shape[i] for i in free_b)
     C = math.prod(a.shape[i] for i in axes_a)
-    with device_scope(dev), _memory.operation("tensordot"):
+    with be.scope(), _memory.operation("tensordot"):
         if is_sparse(a):  # the reshaped matrices are sorted once here, without a warning
-            a2 = coo_to_csr(_matrix_of(a, free_a, axes_a, k, xp), warn=False)
+            a2 = coo_to_csr(_matrix_of(a, free_a, axes_a, be), warn=False, be=be)
         else:
             a2 = xp.transpose(a, free_a + axes_a).reshape(R, C)
         if is_sparse(b):
-            b2 = coo_to_csr(_matrix_of(b, axes_b, free_b, k, xp), warn=False)
+            b2 = coo_to_csr(_matrix_of(b, axes_b, free_b, be), warn=False, be=be)
         else:
             b2 = xp.transpose(b, axes_b + free_b).reshape(C, N)
         if is_sparse(a) and is_sparse(b):
-            res = canonical.coalesce(as_coo(spgemm_2d(a2, b2, compute_dtype(dtype))))
+            res = canonical.coalesce(as_coo(spgemm_2d(a2, b2, compute_dtype(dtype), be), be=be), be=be)
             coords_a = k.delinearize(res.coords[0], tuple(a.shape[i] for i in free_a))
             coords_b = k.delinearize(res.coords[1], tuple(b.shape[i] for i in free_b))
-            out = new_coo(xp.concatenate([coords_a, coords_b]), res.data, out_shape, dev,
+            out = new_coo(xp.concatenate([coords_a, coords_b]), res.data, out_shape, be,
                           sorted=res.sorted, unique=True)
-            out = finish_sparse(out, dtype)
-            return out.to_dense() if out.ndim == 0 else out
-        res = sparse_dense(a2, b2, dtype) if is_sparse(a) else dense_sparse(a2, b2, dtype)
+            out = finish_sparse(out, dtype, be)
+            return convert.to_dense(out, be=be) if out.ndim == 0 else out
+        res = sparse_dense(a2, b2, dtype, be) if is_sparse(a) else dense_sparse(a2, b2, dtype, be)
         return res.reshape(out_shape)
 
 
@@ -296,9 +302,10 @@ def dot(a, b):
     array([2., 0., 4.])
     """
     (a, b), dev = prepare((a, b), ("a", "b"))
+    be = backend(dev)
     if not (is_sparse(a) or is_sparse(b)):
-        with device_scope(dev):
-            return xp_for(dev).dot(a, b)
+        with be.scope():
+            return be.xp.dot(a, b)
     if a.ndim == 0 or b.ndim == 0:
         dtype = result_dtype(("a", a.dtype), ("b", b.dtype))
         if is_sparse(a) and is_sparse(b):
@@ -306,11 +313,11 @@ def dot(a, b):
         sp, sc = (a, b) if is_sparse(a) else (b, a)
         if sc.ndim != 0:
             raise ValueError("dot with a 0-d sparse operand needs a scalar other operand; densify the 0-d one")
-        return _scale(sp, xp_for(dev).asarray(sc), dtype)
+        return _scale(sp, be.xp.asarray(sc), dtype, be)
     if a.ndim <= 2 and b.ndim <= 2:
-        with device_scope(dev):
-            return _matmul(a, b, what="dot")
-    return tensordot(a, b, axes=([a.ndim - 1], [max(b.ndim - 2, 0)]))
+        with be.scope():
+            return _matmul(a, b, what="dot", be=be)
+    return _tensordot(a, b, ([a.ndim - 1], [max(b.ndim - 2, 0)]), be)
 
 
 @returns_operand_kind
@@ -334,13 +341,13 @@ def inner(a, b):
 # outer, kron
 # --------------------------------------------------------------------------
 
-def _coo_operand(x, dev, dtype):
+def _coo_operand(x, be, dtype):
     """A sparse or dense operand as all-sparse COO (dense: its non-zero elements)."""
     if is_sparse(x):
         require_zero_fill(x, "operand", "outer/kron")
-        return as_coo(all_sparse(settle_duplicates(x, dtype)))
+        return as_coo(all_sparse(settle_duplicates(x, dtype, be=be)), be=be)
     from gpusparse.ops.creation import fromdense
-    return fromdense(x, device=dev)
+    return fromdense(x, device=be.device)
 
 
 @returns_operand_kind
@@ -355,14 +362,15 @@ def outer(a, b):
     [[0.0, 0.0, 0.0], [2.0, 0.0, 6.0], [0.0, 0.0, 0.0]]
     """
     (a, b), dev = prepare((a, b), ("a", "b"))
-    xp, k = xp_for(dev), kernels_for(dev)
+    be = backend(dev)
+    xp, k = be.xp, be.kernels
     if not (is_sparse(a) or is_sparse(b)):
-        with device_scope(dev):
+        with be.scope():
             return xp.outer(a, b)
     dtype = result_dtype(("a", a.dtype), ("b", b.dtype))
     size_a, size_b = math.prod(a.shape), math.prod(b.shape)
-    with device_scope(dev), _memory.operation("outer"):
-        A, B = _coo_operand(a, dev, dtype), _coo_operand(b, dev, dtype)
+    with be.scope(), _memory.operation("outer"):
+        A, B = _coo_operand(a, be, dtype), _coo_operand(b, be, dtype)
         _require_products(A.nnz, B.nnz, 2, dtype, dev, "outer")
         ka = linear_keys(list(A.coords), list(A.shape), k, xp) if A.ndim else xp.zeros(A.nnz, np.int64)
         kb = linear_keys(list(B.coords), list(B.shape), k, xp) if B.ndim else xp.zeros(B.nnz, np.int64)
@@ -371,7 +379,7 @@ def outer(a, b):
         coords[1].reshape(A.nnz, B.nnz)[...] = kb.reshape(1, -1)
         da, db = A.data.astype(dtype, copy=False), B.data.astype(dtype, copy=False)
         data = (da.reshape(-1, 1) * db.reshape(1, -1)).reshape(-1)
-        return new_coo(coords, data, (size_a, size_b), dev,
+        return new_coo(coords, data, (size_a, size_b), be,
                        sorted=A.sorted and B.sorted, unique=A.unique and B.unique)
 
 
@@ -400,17 +408,18 @@ def kron(a, b):
     [[1.0, 2.0, 0.0, 0.0], [0.0, 0.0, 1.0, 2.0]]
     """
     (a, b), dev = prepare((a, b), ("a", "b"))
-    xp = xp_for(dev)
+    be = backend(dev)
+    xp = be.xp
     if not (is_sparse(a) or is_sparse(b)):
-        with device_scope(dev):
+        with be.scope():
             return xp.kron(a, b)
     dtype = result_dtype(("a", a.dtype), ("b", b.dtype))
     nd = max(a.ndim, b.ndim)
     sa = (1,) * (nd - a.ndim) + tuple(a.shape)
     sb = (1,) * (nd - b.ndim) + tuple(b.shape)
     shape = check_shape(tuple(x * y for x, y in zip(sa, sb)), "the result's shape")
-    with device_scope(dev), _memory.operation("kron"):
-        A, B = _coo_operand(a, dev, dtype), _coo_operand(b, dev, dtype)
+    with be.scope(), _memory.operation("kron"):
+        A, B = _coo_operand(a, be, dtype), _coo_operand(b, be, dtype)
         _require_products(A.nnz, B.nnz, nd, dtype, dev, "kron")
         ca = xp.concatenate([xp.zeros((nd - A.ndim, A.nnz), np.int64), A.coords]) if nd > A.ndim else A.coords
         cb = xp.concatenate([xp.zeros((nd - B.ndim, B.nnz), np.int64), B.coords]) if nd > B.ndim else B.coords
@@ -421,20 +430,21 @@ def kron(a, b):
             block += ca[d].reshape(-1, 1) * sb[d]
         da, db = A.data.astype(dtype, copy=False), B.data.astype(dtype, copy=False)
         data = (da.reshape(-1, 1) * db.reshape(1, -1)).reshape(-1)
-        out = new_coo(coords, data, shape, dev,
+        out = new_coo(coords, data, shape, be,
                       sorted=nd <= 1 and A.sorted and B.sorted, unique=A.unique and B.unique)
-    return out.to_dense() if nd == 0 else out
+    return convert.to_dense(out, be=be) if nd == 0 else out
 
 
 # --------------------------------------------------------------------------
 # TF
 # --------------------------------------------------------------------------
 
-def _adjoint(x, xp):
+def _adjoint(x, be):
     """``x.conj().T`` of a 2-D operand (free for CSR/CSC; conj copies complex values)."""
+    xp = be.xp
     if is_sparse(x):
         x = all_sparse(x)
-        t = transpose_2d(coo_to_csr(x) if x.format == "coo" else x)  # CSR.T is CSC: free
+        t = transpose_2d(coo_to_csr(x, be=be) if x.format == "coo" else x, be=be)  # CSR.T is CSC: free
         if x.dtype.kind != "c":
             return t
         arrays = convert.components(t)
@@ -463,11 +473,11 @@ def sparse_dense_matmul(sp_a, b, adjoint_a=False, adjoint_b=False):
     _need_ndim(b, 2, "b", "sparse_dense_matmul")
     if not (is_sparse(sp_a) or is_sparse(b)):
         raise TypeError("sparse_dense_matmul: sp_a or b must be sparse")
-    xp = xp_for(dev)
-    with device_scope(dev):
+    be = backend(dev)
+    with be.scope():
         for x, name in ((sp_a, "sp_a"), (b, "b")):
             if is_sparse(x):
                 require_zero_fill(x, name, "sparse_dense_matmul")
-        a_op = _adjoint(sp_a, xp) if adjoint_a else sp_a
-        b_op = _adjoint(b, xp) if adjoint_b else b
-        return _matmul(a_op, b_op, ("sp_a", "b"), "sparse_dense_matmul")
+        a_op = _adjoint(sp_a, be) if adjoint_a else sp_a
+        b_op = _adjoint(b, be) if adjoint_b else b
+        return _matmul(a_op, b_op, ("sp_a", "b"), "sparse_dense_matmul", be=be)

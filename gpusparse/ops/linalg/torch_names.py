@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from gpusparse._device import device_scope, kernels_for, xp_for
+from gpusparse._backend import backend
 from gpusparse.ops import canonical, convert
 from gpusparse.ops.linalg.core import (
     _check_operands,
@@ -85,15 +85,15 @@ def mm(a, b, reduce=None):
     [[1.0, 2.0], [0.0, 0.0], [9.0, -12.0]]
     """
     (a, b), dev = prepare((a, b), ("a", "b"))
+    be = backend(dev)
     _need_ndim(a, 2, "a", "mm")
     _need_ndim(b, 2, "b", "mm")
     op = None if reduce is None else _reduce_name(reduce)
     if op in (None, "sum"):
-        if not (is_sparse(a) or is_sparse(b)):
-            with device_scope(dev):
-                return xp_for(dev).matmul(a, b)
-        with device_scope(dev):
-            return _matmul(a, b, what="mm")
+        with be.scope():
+            if not (is_sparse(a) or is_sparse(b)):
+                return be.xp.matmul(a, b)
+            return _matmul(a, b, what="mm", be=be)
     _need_sparse(a, "a", "mm(reduce=...)")
     _need_dense(b, "b", "mm(reduce=...)")
     dtype = _check_operands(a, b, ("a", "b"), "mm")
@@ -103,10 +103,10 @@ def mm(a, b, reduce=None):
     if op in ("max", "min") and dtype.kind == "c":
         raise TypeError(f"mm: reduce={reduce!r} is not defined for complex values ({dtype.name})")
     cdt = compute_dtype(dtype)
-    k, xp = kernels_for(dev), xp_for(dev)
-    with device_scope(dev):
-        csr = a.asformat("csr") if a.format == "csc" else a
-        view = csr_view(csr)
+    k, xp = be.kernels, be.xp
+    with be.scope():
+        csr = convert.asformat(a, "csr", be=be) if a.format == "csc" else a
+        view = csr_view(csr, be=be)
         if a.shape[0] * b.shape[1] == 0:
             return xp.zeros((a.shape[0], b.shape[1]), dtype=dtype)
         out = k.spmm_reduce(view.indptr, view.indices, view.data.astype(cdt, copy=False),
@@ -130,8 +130,9 @@ def mv(a, v):
     (a, v), dev = prepare((a, v), ("a", "v"))
     _need_ndim(a, 2, "a", "mv")
     _need_ndim(v, 1, "v", "mv")
-    with device_scope(dev):
-        return _matmul(a, v, ("a", "v"), "mv")
+    be = backend(dev)
+    with be.scope():
+        return _matmul(a, v, ("a", "v"), "mv", be=be)
 
 
 @returns_operand_kind
@@ -150,8 +151,9 @@ def bmm(a, b):
     _need_ndim(b, 3, "b", "bmm")
     if a.shape[0] != b.shape[0]:
         raise ValueError(f"bmm: batch sizes differ: a has {a.shape[0]}, b has {b.shape[0]}")
-    with device_scope(dev):
-        return _matmul(a, b, what="bmm")
+    be = backend(dev)
+    with be.scope():
+        return _matmul(a, b, what="bmm", be=be)
 
 
 def _check_scalar(value, name):
@@ -168,16 +170,16 @@ def _with_scalars(dtype, *scalars):
     return result_dtype(("the operands", out))
 
 
-def _sparse_axpby(x, y, alpha, beta, dtype):
-    """``beta * x + alpha * y`` for same-shape sparse ``x``, ``y`` (zero fills): coalesced COO."""
-    xc, yc = as_coo(settle_duplicates(x, dtype)), as_coo(settle_duplicates(y, dtype))
-    dev = x.device
-    xp = xp_for(dev)
-    with device_scope(dev):
+def _sparse_axpby(x, y, alpha, beta, dtype, be):
+    """``beta * x + alpha * y`` for same-shape sparse ``x``, ``y`` (zero fills) on ``be``: coalesced COO."""
+    xc = as_coo(settle_duplicates(x, dtype, be=be), be=be)
+    yc = as_coo(settle_duplicates(y, dtype, be=be), be=be)
+    xp = be.xp
+    with be.scope():
         coords = xp.concatenate([xc.coords, yc.coords], axis=1)
         data = xp.concatenate([xc.data.astype(dtype) * dtype.type(beta),
                                yc.data.astype(dtype) * dtype.type(alpha)])
-    return canonical.coalesce(new_coo(coords, data, x.shape, dev, sorted=False, unique=False))
+    return canonical.coalesce(new_coo(coords, data, x.shape, be, sorted=False, unique=False), be=be)
 
 
 @returns_operand_kind
@@ -208,8 +210,9 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     dtype = result_dtype(("input", input.dtype), ("mat1", mat1.dtype), ("mat2", mat2.dtype))
     dtype = _with_scalars(dtype, alpha, beta)
     m, n = mat1.shape[0], mat2.shape[1]
-    xp = xp_for(dev)
-    with device_scope(dev):
+    be = backend(dev)
+    xp = be.xp
+    with be.scope():
         if is_sparse(input):
             require_zero_fill(input, "input", "addmm")
             if input.shape != (m, n):
@@ -217,10 +220,10 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
             if not (is_sparse(mat1) and is_sparse(mat2)):
                 raise TypeError("addmm: a sparse input needs sparse mat1 and mat2 "
                                 "(sspaddmm takes a sparse input with a dense mat2)")
-            prod = _matmul(mat1, mat2, ("mat1", "mat2"), "addmm")
-            out = _sparse_axpby(input, prod, alpha, beta, dtype)
+            prod = _matmul(mat1, mat2, ("mat1", "mat2"), "addmm", be=be)
+            out = _sparse_axpby(input, prod, alpha, beta, dtype, be)
             fmt = mat1.format
-            return out if fmt == "coo" else convert.asformat(out, fmt)
+            return out if fmt == "coo" else convert.asformat(out, fmt, be=be)
         try:
             base = xp.broadcast_to(input, (m, n))
         except ValueError:
@@ -230,11 +233,11 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
         fused = is_sparse(mat1) and not is_sparse(mat2) and mat1.dense_dim == 0 and dtype != np.bool_
         if fused and m * n and mat1.nnz and mat1.shape[1]:
             out = xp.array(base, dtype=cdt, copy=True) if beta != 0 else xp.empty((m, n), dtype=cdt)
-            view = csr_view(mat1).astype(cdt)
-            spmm_into(view, mat2.astype(cdt, copy=False), out, dev, cdt.type(alpha), cdt.type(beta))
+            view = csr_view(mat1, be=be).astype(cdt)
+            spmm_into(view, mat2.astype(cdt, copy=False), out, be, cdt.type(alpha), cdt.type(beta))
             return out
-        prod = _matmul(mat1, mat2, ("mat1", "mat2"), "addmm")
-        prod = prod.to_dense() if is_sparse(prod) else prod
+        prod = _matmul(mat1, mat2, ("mat1", "mat2"), "addmm", be=be)
+        prod = convert.to_dense(prod, be=be) if is_sparse(prod) else prod
         scaled = prod.astype(dtype) * dtype.type(alpha)
         if beta == 0:
             return xp.ascontiguousarray(xp.broadcast_to(scaled, (m, n)))
@@ -275,15 +278,16 @@ def hspmm(mat1, mat2):
     dtype = _check_operands(mat1, mat2, ("mat1", "mat2"), "hspmm")
     _matmul_shapes(tuple(mat1.shape), tuple(mat2.shape), ("mat1", "mat2"), "hspmm")
     cdt = compute_dtype(dtype)
-    xp = xp_for(dev)
+    be = backend(dev)
+    xp = be.xp
     m, n = mat1.shape[0], mat2.shape[1]
-    with device_scope(dev):
-        csr = mat1 if mat1.format == "csr" else (coo_to_csr(mat1) if mat1.format == "coo"
-                                                 else convert.asformat(mat1, "csr"))
+    with be.scope():
+        csr = mat1 if mat1.format == "csr" else (coo_to_csr(mat1, be=be) if mat1.format == "coo"
+                                                 else convert.asformat(mat1, "csr", be=be))
         rows, sub = _nonempty_rows_csr(csr, xp)
         vals = xp.empty((rows.shape[0], n), dtype=cdt)
         view = CsrView(sub, csr.indices, csr.data.astype(cdt, copy=False), (rows.shape[0], mat1.shape[1]))
-        spmm_into(view, mat2.astype(cdt, copy=False), vals, dev)
+        spmm_into(view, mat2.astype(cdt, copy=False), vals, be)
         vals = finish_dense(vals, dtype)
         return COO._from_parts(rows.reshape(1, -1), xp.ascontiguousarray(vals), (m, n), dtype.type(0), dev,
                                sorted=True, unique=True)
@@ -328,7 +332,7 @@ def sspaddmm(input, mat1, mat2, *, beta=1, alpha=1):
     if input.shape != prod.shape:
         raise ValueError(f"sspaddmm: input has shape {input.shape}, mat1 @ mat2 has {prod.shape}")
     dtype = _with_scalars(result_dtype(("input", input.dtype), ("product", prod.dtype)), alpha, beta)
-    return _sparse_axpby(all_sparse(input), prod, alpha, beta, dtype)
+    return _sparse_axpby(all_sparse(input), prod, alpha, beta, dtype, backend(dev))
 
 
 @returns_operand_kind
@@ -374,9 +378,10 @@ def sampled_addmm(input, mat1, mat2, *, beta=1, alpha=1):
                          f"{mat2.shape[:-2]} must broadcast to input's {batch}") from None
     dtype = result_dtype(("input", input.dtype), ("mat1", mat1.dtype), ("mat2", mat2.dtype))
     cdt = compute_dtype(dtype)
-    k, xp = kernels_for(dev), xp_for(dev)
+    be = backend(dev)
+    k, xp = be.kernels, be.xp
     kk = mat1.shape[-1]
-    with device_scope(dev):
+    with be.scope():
         rows_a, rows_b = math.prod(batch) * m, math.prod(batch) * n  # explicit: reshape(-1, 0) is ambiguous
         a = xp.ascontiguousarray(xp.broadcast_to(mat1, batch + (m, kk)).astype(cdt, copy=False)).reshape(rows_a, kk)
         bt = xp.ascontiguousarray(xp.broadcast_to(xp.swapaxes(mat2, -1, -2), batch + (n, kk))
@@ -388,7 +393,7 @@ def sampled_addmm(input, mat1, mat2, *, beta=1, alpha=1):
             x = input
             vals = k.sddmm(x.indptr, x.indices, bt, a, cdt.type(alpha))
         else:
-            x = canonical.coalesce(input)
+            x = canonical.coalesce(input, be=be)
             c = x.coords
             if batch:
                 blin = linear_keys(list(c[:-2]), list(batch), k, xp)
@@ -397,8 +402,8 @@ def sampled_addmm(input, mat1, mat2, *, beta=1, alpha=1):
                 rows, cols = c[0], c[1]
             from gpusparse.containers import CSR
             two_d = new_coo(xp.stack([rows, cols]), x.data, (math.prod(batch) * m, math.prod(batch) * n),
-                            dev, sorted=True, unique=True)
-            csr = convert.coo_to_compressed(two_d, CSR)
+                            be, sorted=True, unique=True)
+            csr = convert.coo_to_compressed(two_d, CSR, be=be)
             vals = k.sddmm(csr.indptr, csr.indices, a, bt, cdt.type(alpha))
         if beta != 0:
             vals = vals + x.data.astype(cdt, copy=False) * cdt.type(beta)
