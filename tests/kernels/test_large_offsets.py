@@ -214,10 +214,10 @@ def k():
 def recorded(monkeypatch):
     """Grid limit 2 blocks; every launch's grid recorded (the kernels still run)."""
     import gpusparse._kernels.cuda as kmod
-    from gpusparse._kernels.cuda import _grid as grid_module, _linalg, _merge, _select, _semiring
+    from gpusparse._kernels.cuda import _grid as grid_module, _linalg, _merge, _primitives, _select, _semiring
     monkeypatch.setattr(grid_module, "MAX_GRID_X", 2)
     grids = []
-    for module in (kmod, _linalg, _merge, _select, _semiring):
+    for module in (kmod, _primitives, _linalg, _merge, _select, _semiring):
         original = module.get_function
 
         def wrapped(*a, _original=original, **kw):

@@ -49,7 +49,8 @@ import gpusparse._memory as _memory
 from gpusparse._placement import Device
 from gpusparse._errors import warn_efficiency
 from gpusparse._trusted import is_trusted_structure, trust_structure
-from gpusparse._kernels.cuda import _cusparse, _grid
+import gpusparse._kernels.cuda._cusparse as _cusparse
+import gpusparse._kernels.cuda._grid as _grid
 from gpusparse._kernels.cuda._backend import cupy, get_function
 
 __all__ = ["sddmm", "spgemm", "spmm", "spmm_reduce", "spmv"]
@@ -167,7 +168,7 @@ def _transpose_csr(indptr, indices, data, shape):
     Keys of indices out of range are clipped into ``[0, m * n)`` by the sort,
     so the transposed structure is always inside its shape.
     """
-    from gpusparse._kernels import cuda as k
+    import gpusparse._kernels.cuda._primitives as k
     m, n = (int(s) for s in shape)
     nnz = int(indices.shape[0])
     rows = k.expand(indptr, nnz)
@@ -272,7 +273,7 @@ def spmm_reduce(indptr, indices, data, shape, b, op):
 
 def sddmm(indptr, indices, a, bt, alpha=1):
     """CSR pattern (indptr, indices) of an (m, n) matrix; a (m, k), bt (n, k) C-contiguous, one dtype; not validated."""
-    from gpusparse._kernels import cuda as k
+    import gpusparse._kernels.cuda._primitives as k
     nnz = int(indices.shape[0])
     dtype = a.dtype
     if a.shape[0] == 0 or bt.shape[0] == 0:  # no row to read: every product is empty
@@ -311,7 +312,7 @@ def _spgemm_esc(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape)
     most ``nnz_a * nnz_b`` terms, never a negative count), and the sort
     clips the product keys into ``[0, m * n)``.
     """
-    from gpusparse._kernels import cuda as k
+    import gpusparse._kernels.cuda._primitives as k
     m, k_dim, n = (int(s) for s in shape)
     nnz_a, nnz_b = int(a_indices.shape[0]), int(b_indices.shape[0])
     if m == 0 or n == 0 or k_dim == 0 or b_indptr.size < 2:  # no product term can exist

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusparse._kernels.cuda import _grid
+import gpusparse._kernels.cuda._grid as _grid
 from gpusparse._kernels.cuda._backend import cupy, get_function
 
 __all__ = ["merge_sorted"]

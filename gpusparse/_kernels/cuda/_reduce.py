@@ -27,7 +27,7 @@ def reduce_by_key(keys, values, n_out, op, with_counts=True):
     Keys out of range count in the nearest group (the sort clips them as it
     loads them, as a histogram clips its buckets).
     """
-    from gpusparse._kernels import cuda as k
+    import gpusparse._kernels.cuda._primitives as k
     if op not in _OPS:
         raise ValueError(f"op must be one of {_OPS}, got {op!r}")
     keys = cupy.ascontiguousarray(cupy.asarray(keys, dtype=_I64))

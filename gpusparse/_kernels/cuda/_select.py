@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusparse._kernels.cuda import _grid
+import gpusparse._kernels.cuda._grid as _grid
 from gpusparse._kernels.cuda._backend import cupy, get_function
 
 _I64 = np.dtype(np.int64)
@@ -75,7 +75,7 @@ def bucket_order(keys, n_buckets):
     out of range are clipped (the sort clips them as it loads them), so
     ``perm`` is a permutation whatever they hold.
     """
-    from gpusparse._kernels import cuda
+    import gpusparse._kernels.cuda._primitives as cuda
     n_buckets = max(int(n_buckets), 0)
     bits = max(n_buckets - 1, 0).bit_length()
     sorted_keys, perm = cuda._sort_pairs(keys, None, bits, n_buckets - 1)

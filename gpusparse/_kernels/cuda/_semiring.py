@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpusparse._kernels import SEMIRING_ADD, SEMIRING_MUL, semiring_identity
-from gpusparse._kernels.cuda import _grid
+import gpusparse._kernels.cuda._grid as _grid
 from gpusparse._kernels.cuda._backend import cupy, get_function
 
 __all__ = ["semiring_codes", "spgemm_semiring", "spmm_semiring"]
@@ -70,7 +70,7 @@ def spgemm_semiring(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, sh
     Needs ``m * n < 2**63`` (the term keys). Synchronises once to size the
     terms and once to read the number of outputs.
     """
-    from gpusparse._kernels import cuda as k
+    import gpusparse._kernels.cuda._primitives as k
     m, k_dim, n = (int(s) for s in shape)
     dtype = a_data.dtype
     nnz_a, nnz_b = int(a_indices.shape[0]), int(b_indices.shape[0])

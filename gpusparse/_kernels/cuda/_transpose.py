@@ -23,7 +23,7 @@ def transpose_compressed(indptr, indices, values, n_minor, index_dtype):
     Minor indices outside ``[0, n_minor)`` are clipped into it (the sort
     clips its keys); other ``indptr`` give every entry some major index.
     """
-    from gpusparse._kernels import cuda as k
+    import gpusparse._kernels.cuda._primitives as k
     from gpusparse._kernels.cuda._backend import cupy
 
     index_dtype = np.dtype(index_dtype)
