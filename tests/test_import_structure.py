@@ -2,12 +2,12 @@
 
 ``tools/import_cycles.py`` counts the largest set of modules of
 ``gpusparse`` that import each other in a loop (every import statement
-counted, also inside functions). The goal is at most 10 (the primitive
-layer never imports ops, internal modules never import the top-level
-facade, containers bind their methods without importing ops at import
-time); until it is reached, :data:`LARGEST_LOOP` holds today's figure as a
-ratchet: a change that enlarges the loop fails here, one that shrinks it
-lowers the number.
+counted, also inside functions). The limit is 10 (the primitive layer
+never imports ops, internal modules never import the top-level facade,
+containers bind their methods without importing ops at import time), and
+:data:`LARGEST_LOOP` holds today's figure, below it, as a ratchet: a change
+that enlarges the loop fails here, one that shrinks it lowers the number.
+Nothing else runs the tool (``--max``), so this test is the gate.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
-#: Today's largest loop (a ratchet; the goal of 10 is reached): the CUDA registry package
-#: ``gpusparse._kernels.cuda``, whose launch modules call the primitives it defines.
-LARGEST_LOOP = 7
+#: Today's largest loop (a ratchet; the goal of 10 is reached): ``gpusparse.autograd`` and the
+#: modules behind it, which import the package back. The primitive layer is in no loop: its
+#: kernel modules import neither their registry package nor ``gpusparse._device``.
+LARGEST_LOOP = 6
 
 
 def _tool():
