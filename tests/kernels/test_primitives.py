@@ -6,7 +6,7 @@ with buffers of ``xp_for(device)``, exactly as the operations call them.
 
 ``merge_sorted`` has its own file (``test_merge.py``); the products
 (``spmv``, ``spmm``, ``spmm_reduce``, ``spgemm``, ``sddmm``) are tested with
-the operations that use them (``tests/test_linalg.py``).
+the operations that use them (``tests/ops/test_linalg*.py``).
 """
 
 from __future__ import annotations
