@@ -11,6 +11,7 @@ may resolve at most :data:`ALLOWED` times each.
 from __future__ import annotations
 
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -58,20 +59,31 @@ class ResolutionCounter:
 
 
 def _operands(device):
+    """Small operands on ``device``: COO ``x``, ``y``, ``z``, their CSR ``xc``, ``zc``, a vector ``v``
+    and an uncoalesced COO ``u``."""
     x = gs.random((6, 5), density=0.5, seed=1, device=device, format="coo")
     y = gs.random((5, 4), density=0.5, seed=2, device=device, format="coo")
     z = gs.random((6, 5), density=0.5, seed=3, device=device, format="coo")
     v = np.arange(5.0) if not device.is_cuda else cuda_module().arange(5.0)
-    uncoalesced = gs.COO([[0, 1, 0], [2, 3, 2]], [1.0, 2.0, 3.0], shape=(6, 5), device=device)
-    return x, y, z, v, uncoalesced
+    u = gs.COO([[0, 1, 0], [2, 3, 2]], [1.0, 2.0, 3.0], shape=(6, 5), device=device)
+    return types.SimpleNamespace(x=x, y=y, z=z, xc=x.tocsr(), zc=z.tocsr(), v=v, u=u)
 
 
 #: Representative operations of every family that resolves its device once.
 OPERATIONS = {
-    "x @ v (SpMV)": lambda x, y, z, v, u: x @ v,
-    "x @ y (SpGEMM)": lambda x, y, z, v, u: x @ y,
-    "u.coalesce()": lambda x, y, z, v, u: u.coalesce(),
-    "x.tocsr()": lambda x, y, z, v, u: x.tocsr(),
+    "x @ v (SpMV)": lambda o: o.x @ o.v,
+    "xc @ v (SpMV, CSR)": lambda o: o.xc @ o.v,
+    "x @ y (SpGEMM)": lambda o: o.x @ o.y,
+    "u.coalesce()": lambda o: o.u.coalesce(),
+    "x.tocsr()": lambda o: o.x.tocsr(),
+    "xc.tocsc()": lambda o: o.xc.tocsc(),
+    "x + z": lambda o: o.x + o.z,
+    "x * 2.0": lambda o: o.x * 2.0,
+    "xc - zc": lambda o: o.xc - o.zc,
+    "x.sum(axis=0)": lambda o: o.x.sum(axis=0),
+    "xc.sum(axis=1)": lambda o: o.xc.sum(axis=1),
+    "x.max()": lambda o: o.x.max(),
+    "x.argmax(axis=0)": lambda o: o.x.argmax(axis=0),
 }
 
 
@@ -79,5 +91,5 @@ OPERATIONS = {
 def test_an_operation_resolves_its_device_once(device, operation, monkeypatch):
     operands = _operands(device)
     counter = ResolutionCounter(monkeypatch)
-    count, where = counter.count(lambda: OPERATIONS[operation](*operands))
+    count, where = counter.count(lambda: OPERATIONS[operation](operands))
     assert count <= ALLOWED, f"{operation} resolved its device {count} times: {where}"

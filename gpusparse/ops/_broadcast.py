@@ -49,12 +49,12 @@ def broadcast_shapes(shapes, names) -> tuple:
     return tuple(out)
 
 
-def as_coo(x):
-    """``x`` (any format) as COO; compressed arrays are viewed without sorting."""
+def as_coo(x, *, be=None):
+    """``x`` (any format) as COO; compressed arrays are viewed without sorting (on backend ``be`` when given)."""
     if x.format == "coo":
         return x
     from gpusparse.ops.convert import compressed_to_coo
-    return compressed_to_coo(x)
+    return compressed_to_coo(x, be=be)
 
 
 def sparse_prefix(x, ndim: int) -> int:

@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusparse._device import device_scope, kernels_for, xp_for
+from gpusparse._backend import backend
 from gpusparse._dtypes import index_dtype_for
 from gpusparse.ops import canonical, convert
 from gpusparse.ops._fill import drop, kept
 from gpusparse.ops.elementwise.evaluation import prepare_values
 
-__all__ = ["eliminate_zeros", "finish", "finish_csc", "prune"]
+__all__ = ["eliminate_zeros", "finish", "finish_csc", "prune", "prune_on"]
 
 
-def finish(coords, values, fill, dt, shape, prefix, dense_shape, flags, fmt, dev, keep_fill_entries):
+def finish(coords, values, fill, dt, shape, prefix, dense_shape, flags, fmt, be, keep_fill_entries):
+    """The result in ``fmt`` on backend ``be`` from its coordinates and values (fill entries dropped unless kept)."""
     from gpusparse.containers import COO
-    xp = xp_for(dev)
+    dev, xp = be.device, be.xp
     values = prepare_values(values, dt, coords.shape[1], dense_shape, xp)
     if not keep_fill_entries:
         coords, values = drop(coords, values, fill, xp)
@@ -30,18 +31,18 @@ def finish(coords, values, fill, dt, shape, prefix, dense_shape, flags, fmt, dev
     if fmt == "coo":
         return coo
     if fmt == "csr" and coo.is_coalesced():
-        k = kernels_for(dev)
+        k = be.kernels
         from gpusparse.containers import CSR
         index_dtype = index_dtype_for(shape[0], shape[1], coo.nnz)
         indptr = k.compress(coords[0], shape[0], index_dtype)
         return CSR._from_parts(indptr, coords[1].astype(index_dtype), values, shape, coo.fill_value, dev)
-    return coo.asformat(fmt)
+    return convert.asformat(coo, fmt, be=be)
 
 
-def finish_csc(coords_cm, values, fill, dt, shape, dense_shape, dev, keep_fill_entries):
-    """A CSC result from column-major sorted, unique coordinates ``(col, row)``."""
+def finish_csc(coords_cm, values, fill, dt, shape, dense_shape, be, keep_fill_entries):
+    """A CSC result on backend ``be`` from column-major sorted, unique coordinates ``(col, row)``."""
     from gpusparse.containers import CSC
-    k, xp = kernels_for(dev), xp_for(dev)
+    k, xp = be.kernels, be.xp
     values = prepare_values(values, dt, coords_cm.shape[1], dense_shape, xp)
     if not keep_fill_entries:
         coords_cm, values = drop(coords_cm, values, fill, xp)
@@ -49,7 +50,7 @@ def finish_csc(coords_cm, values, fill, dt, shape, dense_shape, dev, keep_fill_e
     indptr = k.compress(xp.ascontiguousarray(coords_cm[0]), shape[1], index_dtype)
     indices = coords_cm[1].astype(index_dtype)
     return CSC._from_parts(indptr, xp.ascontiguousarray(indices), values, shape,
-                           np.asarray(fill).astype(dt)[()], dev)
+                           np.asarray(fill).astype(dt)[()], be.device)
 
 
 def prune(x):
@@ -66,18 +67,22 @@ def prune(x):
     >>> gs.prune(x).nnz
     2
     """
+    return prune_on(x, backend(x.device))
+
+
+def prune_on(x, be):
+    """:func:`prune` of ``x`` on its device's backend ``be``."""
     from gpusparse.containers import COO
-    dev = x.device
-    xp = xp_for(dev)
-    with device_scope(dev):
+    dev, xp = be.device, be.xp
+    with be.scope():
         if x.format != "coo":
             keep = kept(x.data, x.fill_value, xp)
             if keep is None:
                 return x
-            return convert.keep_entries(x, keep)
+            return convert.keep_entries(x, keep, be=be)
         coo = x
         if not coo.unique and not (x.fill_value == 0):
-            coo = canonical.coalesce(coo)
+            coo = canonical.coalesce(coo, be=be)
         coords, values = drop(coo.coords, coo.data, x.fill_value, xp)
         if values.shape[0] == x.nnz:
             return x

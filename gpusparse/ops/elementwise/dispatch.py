@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 import gpusparse._memory as _memory
-from gpusparse._device import device_of, device_scope, xp_for
+from gpusparse._backend import backend_of
 from gpusparse.ops._broadcast import broadcast_shapes
 from gpusparse.ops.elementwise.fills import dense_fills, densify, empty_result_fills, host_fills
 from gpusparse.ops.elementwise.operands import Operand, classify, device_function
@@ -109,8 +109,8 @@ def apply(func, operands, kwargs, *, keep_fill_entries=False):
         operands = _zero_d_operands(operands, name)
         sparse = [op for op in operands if op.kind == "sparse"]
     dense = [op for op in operands if op.kind == "dense"]
-    dev = device_of(*(op.value for op in sparse + dense), what=tuple(op.name for op in sparse + dense))
-    xp = xp_for(dev)
+    be = backend_of(*(op.value for op in sparse + dense), what=tuple(op.name for op in sparse + dense))
+    xp = be.xp
     shape = broadcast_shapes([op.shape for op in sparse + dense], [op.name for op in sparse + dense])
     try:
         fills, dtypes, kwargs = host_fills(func, operands, kwargs, name)
@@ -119,12 +119,12 @@ def apply(func, operands, kwargs, *, keep_fill_entries=False):
             raise
         fills, dtypes = empty_result_fills(func, operands, kwargs, name)  # no element to compute
     dfunc = device_function(func, xp)
-    with device_scope(dev), _memory.operation(name):
+    with be.scope(), _memory.operation(name):
         if dense and math.prod(shape):
             constant_fills = dense_fills(dfunc, operands, kwargs, dtypes, xp)
             if constant_fills is None:
                 return densify(dfunc, operands, kwargs, name, shape)
             fills = tuple(np.asarray(f).astype(dt)[()] for f, dt in zip(constant_fills, dtypes))
-        results = sparse_result(func, dfunc, operands, kwargs, shape, fills, dtypes, dev,
+        results = sparse_result(func, dfunc, operands, kwargs, shape, fills, dtypes, be,
                                 keep_fill_entries)
     return results if len(results) > 1 else results[0]

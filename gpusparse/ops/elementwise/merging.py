@@ -13,13 +13,13 @@ import math
 
 import numpy as np
 
-from gpusparse._device import kernels_for, to_host, xp_for
+from gpusparse._device import to_host
 from gpusparse._dtypes import index_dtype_for
 from gpusparse.ops import canonical
 from gpusparse.ops._fill import fill_mask
 from gpusparse.ops._merge_plan import (compressed_in_order, fused_row_merge, keys_of, keys_of_compressed,
                                        permuted, spread, union_by_sort, unravel)
-from gpusparse.ops.elementwise.assembly import prune
+from gpusparse.ops.elementwise.assembly import prune_on
 from gpusparse.ops.elementwise.evaluation import evaluate, prepare_values
 
 __all__ = ["compressed_merge", "merge_plan", "read_plan", "rows_mergeable"]
@@ -187,9 +187,9 @@ def rows_mergeable(sparse, operands, shape, order) -> bool:
             and math.prod(shape[:2]) < 2**63)
 
 
-def compressed_merge(dfunc, operands, kwargs, shape, fills, dtypes, dev, keep_fill_entries):
-    """Two canonical CSR (CSC) operands merged row by row into CSR (CSC) results."""
-    k, xp = kernels_for(dev), xp_for(dev)
+def compressed_merge(dfunc, operands, kwargs, shape, fills, dtypes, be, keep_fill_entries):
+    """Two canonical CSR (CSC) operands merged row by row into CSR (CSC) results, on backend ``be``."""
+    k, xp = be.kernels, be.xp
     a, b = (op.value for op in operands if op.kind == "sparse")
     test = _intersection_test(dfunc, operands, [a.data, b.data], [None, None], shape, 2, kwargs, fills, xp,
                               keep_fill_entries)
@@ -210,6 +210,6 @@ def compressed_merge(dfunc, operands, kwargs, shape, fills, dtypes, dev, keep_fi
     out = []
     for v, fill, dt in zip(results, fills, dtypes):
         v = prepare_values(v, dt, n, tuple(shape[2:]), xp)
-        y = type(a)._from_parts(indptr, indices, v, shape, np.asarray(fill).astype(dt)[()], dev)
-        out.append(y if keep_fill_entries else prune(y))
+        y = type(a)._from_parts(indptr, indices, v, shape, np.asarray(fill).astype(dt)[()], be.device)
+        out.append(y if keep_fill_entries else prune_on(y, be))
     return tuple(out)

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusparse._device import kernels_for, xp_for
 from gpusparse.ops import canonical
 from gpusparse.ops._broadcast import as_coo, broadcast_coo, sparse_prefix
 from gpusparse.ops._merge_plan import spread
-from gpusparse.ops.elementwise.assembly import finish, finish_csc, prune
+from gpusparse.ops.elementwise.assembly import finish, finish_csc, prune_on
 from gpusparse.ops.elementwise.evaluation import evaluate, prepare_values
 from gpusparse.ops.elementwise.merging import compressed_merge, merge_plan, read_plan, rows_mergeable
 
@@ -67,8 +66,9 @@ def _is_concat_add(func, operands, fills, dtypes) -> bool:
     return any(op.value.format == "coo" and not op.value.unique for op in operands)
 
 
-def sparse_result(func, dfunc, operands, kwargs, shape, fills, dtypes, dev, keep_fill_entries):
-    k, xp = kernels_for(dev), xp_for(dev)
+def sparse_result(func, dfunc, operands, kwargs, shape, fills, dtypes, be, keep_fill_entries):
+    """The sparse results of ``func`` on the classified ``operands``, on backend ``be``."""
+    k, xp = be.kernels, be.xp
     sparse = [op for op in operands if op.kind == "sparse"]
     ndim = len(shape)
     prefix = max(sparse_prefix(op.value, ndim) for op in sparse)
@@ -81,16 +81,16 @@ def sparse_result(func, dfunc, operands, kwargs, shape, fills, dtypes, dev, keep
 
     if len(sparse) == 1 and sparse[0].value.format != "coo" and sparse[0].value.shape == shape:
         return _compressed_unary(sparse[0].value, dfunc, operands, kwargs, shape, fills, dtypes,
-                                 dev, keep_fill_entries)
+                                 be, keep_fill_entries)
     if len(sparse) == 1:
         x = part(sparse[0])
         if not _is_linear(func, operands, dtypes):
-            x = canonical.coalesce(x)
+            x = canonical.coalesce(x, be=be)
         values = evaluate(dfunc, operands, [x.data], x.coords, shape, prefix, kwargs, xp)
         coords, flags = x.coords, (x.sorted, x.unique)
         if fmt == "csc":
             flags = (False, x.unique)
-        return tuple(finish(coords, v, fill, dt, shape, prefix, dense_shape, flags, fmt, dev,
+        return tuple(finish(coords, v, fill, dt, shape, prefix, dense_shape, flags, fmt, be,
                             keep_fill_entries or not (x.unique or fill == 0))
                      for v, fill, dt in zip(values, fills, dtypes))
 
@@ -101,10 +101,10 @@ def sparse_result(func, dfunc, operands, kwargs, shape, fills, dtypes, dev, keep
         data = xp.concatenate([xp.broadcast_to(a.data, (a.nnz,) + dense_shape),
                                xp.broadcast_to(b_data, (b.nnz,) + dense_shape)])
         return (finish(coords, data, fills[0], dtypes[0], shape, prefix, dense_shape,
-                       (False, False), "coo", dev, keep_fill_entries),)
+                       (False, False), "coo", be, keep_fill_entries),)
 
     if rows_mergeable(sparse, operands, shape, order):
-        return compressed_merge(dfunc, operands, kwargs, shape, fills, dtypes, dev, keep_fill_entries)
+        return compressed_merge(dfunc, operands, kwargs, shape, fills, dtypes, be, keep_fill_entries)
     # One output in COO of two sparse operands: the plan's size is read with the result's (one sync).
     defer = (len(sparse) == 2 and len(fills) == 1 and fmt == "coo" and not keep_fill_entries
              and not any(op.kind == "dense" for op in operands))
@@ -128,27 +128,27 @@ def sparse_result(func, dfunc, operands, kwargs, shape, fills, dtypes, dev, keep
             force_union = True
             continue
         natural, v = kept_part  # fill entries dropped already
-        return (finish(natural, v, fills[0], dtypes[0], shape, prefix, dense_shape, (True, True), fmt, dev,
+        return (finish(natural, v, fills[0], dtypes[0], shape, prefix, dense_shape, (True, True), fmt, be,
                        True),)
     out = []
     for v, fill, dt in zip(results, fills, dtypes):
         if fmt == "csc":
-            out.append(finish_csc(coords, v, fill, dt, shape, dense_shape, dev, keep_fill_entries))
+            out.append(finish_csc(coords, v, fill, dt, shape, dense_shape, be, keep_fill_entries))
         else:
-            out.append(finish(natural, v, fill, dt, shape, prefix, dense_shape, (True, True), fmt, dev,
+            out.append(finish(natural, v, fill, dt, shape, prefix, dense_shape, (True, True), fmt, be,
                               keep_fill_entries))
     return tuple(out)
 
 
-def _compressed_unary(x, dfunc, operands, kwargs, shape, fills, dtypes, dev, keep_fill_entries):
+def _compressed_unary(x, dfunc, operands, kwargs, shape, fills, dtypes, be, keep_fill_entries):
     """One CSR/CSC operand, not broadcast: the structure is kept, only values change."""
-    xp = xp_for(dev)
+    xp = be.xp
     coords = as_coo(x).coords if any(op.kind == "dense" for op in operands) else None
     values = evaluate(dfunc, operands, [x.data], coords, shape, 2, kwargs, xp)
     out = []
     for v, fill, dt in zip(values, fills, dtypes):
         v = prepare_values(v, dt, x.nnz, tuple(shape[2:]), xp)
         fill = np.asarray(fill).astype(dt)[()]
-        y = type(x)._from_parts(x.indptr, x.indices, v, shape, fill, dev)
-        out.append(y if keep_fill_entries else prune(y))
+        y = type(x)._from_parts(x.indptr, x.indices, v, shape, fill, be.device)
+        out.append(y if keep_fill_entries else prune_on(y, be))
     return tuple(out)

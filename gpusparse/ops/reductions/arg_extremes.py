@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusparse._device import device_scope, kernels_for, to_host, xp_for
+from gpusparse._backend import backend
+from gpusparse._device import to_host
 from gpusparse.ops import canonical
 from gpusparse.ops._broadcast import _sparsify_dense_dims, as_coo
 from gpusparse.ops.reductions.arguments import check_unsupported, normalize_axes
@@ -51,10 +52,10 @@ def _arg(x, axis, keepdims, name):
     from gpusparse.containers import SparseArray
     is_max = name == "argmax"
     axis = _arg_axis_checked(x, axis, name)
-    dev = x.device
-    k, xp = kernels_for(dev), xp_for(dev)
-    with device_scope(dev):
-        coo = canonical.coalesce(as_coo(x))
+    be = backend(x.device)
+    dev, k, xp = be.device, be.kernels, be.xp
+    with be.scope():
+        coo = canonical.coalesce(as_coo(x, be=be), be=be)
         if coo.dense_dim:
             coo = _sparsify_dense_dims(coo, coo.dense_dim, coo.shape[coo.sparse_dim:])
         fill = coo.fill_value
@@ -173,7 +174,7 @@ def _nan_arg(x, axis, keepdims, name):
         return _arg(x, axis, keepdims, plain)
     axis = _arg_axis_checked(x, axis, name)
     all_nan = all(elemwise(np.isnan, x), axis=axis)
-    found = any(all_nan) if isinstance(all_nan, SparseArray) else xp_for(x.device).any(all_nan)
+    found = any(all_nan) if isinstance(all_nan, SparseArray) else backend(x.device).xp.any(all_nan)
     if bool(to_host(found)):  # sync: NumPy raises for an all-NaN selection
         raise ValueError(f"{name}: All-NaN slice encountered")
     # NaN becomes the worst value, as NumPy's nanargmax/nanargmin do (-inf+0j for complex).

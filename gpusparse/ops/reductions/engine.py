@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from gpusparse._device import device_scope, kernels_for, xp_for
+from gpusparse._backend import backend
 from gpusparse.ops import _fill, canonical
 from gpusparse.ops._broadcast import as_coo
 from gpusparse.ops._merge_plan import unravel
@@ -51,9 +51,9 @@ def reduce_with(x, mono, axis, keepdims, dtype, name, initial=NO_VALUE):
     has_identity = mono.ufunc.identity is not None or initial is not NO_VALUE
     check_identity(mono.name, has_identity, x.shape, axes, name)
     out_dtype = value_dtype(mono.result_dtype(x.dtype, dtype), name)
-    dev = x.device
-    k, xp = kernels_for(dev), xp_for(dev)
-    with device_scope(dev):
+    be = backend(x.device)
+    k, xp = be.kernels, be.xp
+    with be.scope():
         if math.prod(x.shape[a] for a in axes) == 0:  # nothing reduced: the identity (or initial)
             value = identity_scalar(mono, out_dtype) if initial is NO_VALUE else \
                 np.asarray(initial).astype(out_dtype)[()]
@@ -66,7 +66,7 @@ def reduce_with(x, mono, axis, keepdims, dtype, name, initial=NO_VALUE):
         else:
             # Reducing both axes of a CSR/CSC array needs only its values: no coordinates.
             whole = x.format != "coo" and 0 in axes and 1 in axes
-            result = _reduce_core(x if whole else as_coo(x), mono, axes, out_dtype, k, xp)
+            result = _reduce_core(x if whole else as_coo(x, be=be), mono, axes, out_dtype, be)
         if initial is not NO_VALUE and math.prod(x.shape[a] for a in axes):
             result = _with_initial(result, mono, initial, out_dtype, xp)
         if keepdims:
@@ -142,7 +142,8 @@ def _with_initial(result, mono, initial, dtype, xp):
     return dense_result(mono.fold(result, xp.asarray(np.asarray(initial).astype(dtype)), xp), dtype, result.shape, xp)
 
 
-def _reduce_core(x, mono, axes, out_dtype, k, xp):
+def _reduce_core(x, mono, axes, out_dtype, be):
+    k, xp = be.kernels, be.xp
     sd = x.sparse_dim
     red_sparse = [a for a in axes if a < sd]
     red_dense = [a for a in axes if a >= sd]
@@ -153,7 +154,7 @@ def _reduce_core(x, mono, axes, out_dtype, k, xp):
     linear_zero = mono.name == "add" and x.fill_value == 0 and x.dtype == out_dtype and x.dtype != np.bool_
     unique = x.unique if x.format == "coo" else True
     if not unique and not linear_zero:
-        x = canonical.coalesce(x)
+        x = canonical.coalesce(x, be=be)
     data = x.data if x.data.dtype == out_dtype else x.data.astype(out_dtype)
     fill = np.asarray(x.fill_value).astype(out_dtype)[()]
     # 1. Dense (hybrid) axes: reduce each stored block; unstored blocks are all fill.

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from gpusparse._device import device_scope, kernels_for, xp_for
+from gpusparse._backend import backend
 from gpusparse._dtypes import native_dtype
 from gpusparse.ops import canonical
 from gpusparse.ops._broadcast import _sparsify_dense_dims, as_coo
@@ -55,8 +55,9 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     dt = mean_dtype(x.dtype, dtype)
     total = sum(x, axis=axes, dtype=dt, keepdims=keepdims)
     n = math.prod(x.shape[a] for a in axes)
-    with device_scope(x.device):
-        return _divide(total, n, xp_for(x.device))
+    be = backend(x.device)
+    with be.scope():
+        return _divide(total, n, be.xp)
 
 
 def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None):
@@ -99,16 +100,16 @@ def moment(x, axis, dtype, ddof, keepdims, name, skip_nan=False):
     real_dt = np.dtype(dt.char.lower()) if dt.kind == "c" else dt
     real_dt = {np.dtype("f"): np.dtype(np.float32), np.dtype("d"): np.dtype(np.float64)}.get(real_dt, real_dt)
     n = math.prod(x.shape[a] for a in axes)
-    dev = x.device
-    k, xp = kernels_for(dev), xp_for(dev)
-    with device_scope(dev):
-        coo = as_coo(x)
+    be = backend(x.device)
+    dev, k, xp = be.device, be.kernels, be.xp
+    with be.scope():
+        coo = as_coo(x, be=be)
         sd = coo.sparse_dim
         red_dense = [a for a in axes if a >= sd]
         if red_dense:  # deviations are not decomposable: make the reduced dense axes sparse
             last = max(red_dense)
-            coo = _sparsify_dense_dims(canonical.coalesce(coo), last - sd + 1, coo.shape[sd:last + 1])
-        coo = canonical.coalesce(coo)
+            coo = _sparsify_dense_dims(canonical.coalesce(coo, be=be), last - sd + 1, coo.shape[sd:last + 1])
+        coo = canonical.coalesce(coo, be=be)
         if coo.dtype != dt:
             coo = coo.astype(dt)
         core = _nan_moment_core if skip_nan else _moment_core
