@@ -59,14 +59,14 @@ class ResolutionCounter:
 
 
 def _operands(device):
-    """Small operands on ``device``: COO ``x``, ``y``, ``z``, their CSR ``xc``, ``zc``, a vector ``v``
-    and an uncoalesced COO ``u``."""
+    """Small operands on ``device``: COO ``x``, ``y``, ``z``, their CSR ``xc``, ``zc``, a vector ``v``,
+    an uncoalesced COO ``u`` and ``w``, ``x`` with a leading axis of length one."""
     x = gs.random((6, 5), density=0.5, seed=1, device=device, format="coo")
     y = gs.random((5, 4), density=0.5, seed=2, device=device, format="coo")
     z = gs.random((6, 5), density=0.5, seed=3, device=device, format="coo")
     v = np.arange(5.0) if not device.is_cuda else cuda_module().arange(5.0)
     u = gs.COO([[0, 1, 0], [2, 3, 2]], [1.0, 2.0, 3.0], shape=(6, 5), device=device)
-    return types.SimpleNamespace(x=x, y=y, z=z, xc=x.tocsr(), zc=z.tocsr(), v=v, u=u)
+    return types.SimpleNamespace(x=x, y=y, z=z, xc=x.tocsr(), zc=z.tocsr(), v=v, u=u, w=x[None])
 
 
 #: Representative operations of every family that resolves its device once.
@@ -84,6 +84,37 @@ OPERATIONS = {
     "xc.sum(axis=1)": lambda o: o.xc.sum(axis=1),
     "x.max()": lambda o: o.x.max(),
     "x.argmax(axis=0)": lambda o: o.x.argmax(axis=0),
+    # indexing
+    "x[1:3]": lambda o: o.x[1:3],
+    "xc[1:3]": lambda o: o.xc[1:3],
+    "xc[[0, 2]]": lambda o: o.xc[[0, 2]],
+    "x[[0, 2]]": lambda o: o.x[[0, 2]],
+    "x[2, 1]": lambda o: o.x[2, 1],
+    "x[True]": lambda o: o.x[True],
+    "gs.take(x, [0, 2])": lambda o: gs.take(o.x, [0, 2]),
+    "gs.index_select(x, 1, [0, 2])": lambda o: gs.index_select(o.x, 1, [0, 2]),
+    "gs.nonzero(x)": lambda o: gs.nonzero(o.x),
+    "gs.argwhere(x)": lambda o: gs.argwhere(o.x),
+    # shape
+    "x.reshape((5, 6))": lambda o: o.x.reshape((5, 6)),
+    "xc.reshape((5, 6))": lambda o: o.xc.reshape((5, 6)),
+    "x.T": lambda o: o.x.T,
+    "xc.T": lambda o: o.xc.T,
+    "gs.squeeze(w)": lambda o: gs.squeeze(o.w),
+    "gs.expand_dims(x, 0)": lambda o: gs.expand_dims(o.x, 0),
+    "gs.broadcast_to(x, (2, 6, 5))": lambda o: gs.broadcast_to(o.x, (2, 6, 5)),
+    "gs.resize(x, (4, 4))": lambda o: gs.resize(o.x, (4, 4)),
+    "gs.concatenate([x, z], axis=1)": lambda o: gs.concatenate([o.x, o.z], axis=1),
+    "gs.concatenate([xc, zc], axis=1)": lambda o: gs.concatenate([o.xc, o.zc], axis=1),
+    "gs.stack([x, z])": lambda o: gs.stack([o.x, o.z]),
+    "gs.hstack([x, z])": lambda o: gs.hstack([o.x, o.z]),
+    "gs.split(x, 3)": lambda o: gs.split(o.x, 3),
+    "gs.pad(x, 1)": lambda o: gs.pad(o.x, 1),
+    "gs.roll(x, 2)": lambda o: gs.roll(o.x, 2),
+    "gs.flip(x)": lambda o: gs.flip(o.x),
+    "gs.triu(xc)": lambda o: gs.triu(o.xc),
+    "gs.diagonal(x)": lambda o: gs.diagonal(o.x),
+    "gs.diag(x)": lambda o: gs.diag(o.x),
 }
 
 

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from gpusparse._device import kernels_for, to_host, xp_for
+from gpusparse._device import to_host
 from gpusparse.ops import convert
 from gpusparse.ops.indexing.general import _select, _slice_hits
 from gpusparse.ops.indexing.keys import _Key
@@ -67,8 +67,8 @@ def _is_full(item, n):
     return item.kind == "slice" and item.payload == (0, 1, n)
 
 
-def _compressed_fast(x, spec: _Key):
-    """CSR row / CSC column selection and slicing through ``indptr``; None if not applicable."""
+def _compressed_fast(x, spec: _Key, be):
+    """CSR row / CSC column selection and slicing through ``indptr`` on backend ``be``; None if not applicable."""
     major = x._major_axis
     items = spec.items
     if any(it.kind == "new" for it in items):
@@ -82,8 +82,8 @@ def _compressed_fast(x, spec: _Key):
                                          sum(it.kind == "adv" for it in items) == 1):
         return None
     if item_major.kind not in ("adv", "slice") or item_minor.kind != "slice" or item_minor.payload[1] < 0:
-        return _compressed_restrict(x, spec) if item_major.kind in ("int", "slice") else None
-    k, xp = kernels_for(x.device), xp_for(x.device)
+        return _compressed_restrict(x, spec, be) if item_major.kind in ("int", "slice") else None
+    k, xp = be.kernels, be.xp
     n_minor = x.shape[1 - major]
     mstart, mstep, mlength = item_minor.payload
     minor_full = (mstart, mstep, mlength) == (0, 1, n_minor)
@@ -145,11 +145,11 @@ def _major_range(x, lo, hi, xp):
     return indptr, x.indices[a:b], x.data[a:b]
 
 
-def _compressed_restrict(x, spec: _Key):
+def _compressed_restrict(x, spec: _Key, be):
     """Cut a compressed array to the major range its integer/slice index needs, then index the rest."""
     major = x._major_axis
     item = next(it for it in spec.items if it.dim == major)
-    xp = xp_for(x.device)
+    xp = be.xp
     n = x.shape[major]
     if item.kind == "int":
         lo, hi = item.payload, item.payload + 1
@@ -176,12 +176,12 @@ def _compressed_restrict(x, spec: _Key):
                 it = dataclasses.replace(it, payload=(start - lo, step, length))
         new_items.append(it)
     new_spec = _Key(new_items, spec.bshape, spec.adv_front, spec.ellipsis)
-    fast = _compressed_fast(part, new_spec) if item.kind == "slice" else None
-    return fast if fast is not None else _select(part, new_spec)
+    fast = _compressed_fast(part, new_spec, be) if item.kind == "slice" else None
+    return fast if fast is not None else _select(part, new_spec, be)
 
 
-def _coo_row_select(x, spec: _Key):
-    """``index_select`` along axis 0 of a sorted COO array: whole rows, output sorted."""
+def _coo_row_select(x, spec: _Key, be):
+    """``index_select`` along axis 0 of a sorted COO array on backend ``be``: whole rows, output sorted."""
     items = spec.items
     if x.sparse_dim < 1 or spec.bshape is None or len(spec.bshape) != 1:
         return None
@@ -191,7 +191,7 @@ def _coo_row_select(x, spec: _Key):
     if any(it.dim is None or not _is_full(it, x.shape[it.dim]) for it in items[1:]):
         return None
     from gpusparse.containers import COO
-    k, xp = kernels_for(x.device), xp_for(x.device)
+    k, xp = be.kernels, be.xp
     indptr = k.compress(x.coords[0], x.shape[0], np.int64)
     rows = first.payload
     new_indptr, gathered = _gather_rows(indptr, rows, list(x.coords[1:]) + [x.data], k, xp)

@@ -19,7 +19,6 @@ import math
 
 import numpy as np
 
-from gpusparse._device import kernels_for, xp_for
 from gpusparse.ops import canonical, convert
 from gpusparse.ops.indexing.keys import _Key
 from gpusparse.ops.indexing.matching import _match, _taker
@@ -40,12 +39,11 @@ def _out_dims(spec: _Key):
     return out
 
 
-def _select(x, spec: _Key):
-    """The general path on the COO view."""
+def _select(x, spec: _Key, be):
+    """The general path on the COO view, on backend ``be``."""
     from gpusparse.containers import COO
-    dev = x.device
-    k, xp = kernels_for(dev), xp_for(dev)
-    coo = x if x.format == "coo" else convert.compressed_to_coo(x)
+    dev, k, xp = be.device, be.kernels, be.xp
+    coo = x if x.format == "coo" else convert.compressed_to_coo(x, be=be)
     S = x.sparse_dim
     coords = coo.coords
     take = _taker(k)
@@ -149,7 +147,7 @@ def _select(x, spec: _Key):
     positive = all(it.payload[1] > 0 for it in spec.items if it.kind == "slice" and it.dim < S)
     out = COO._from_parts(xp.ascontiguousarray(new_coords), data, shape, fill, dev,
                           sorted=coo.sorted and positive and not b_sparse, unique=coo.unique)
-    return _finish(x, out, out_sparse, S)
+    return _finish(x, out, out_sparse, S, be)
 
 
 def _slice_hits(c, start, step, length):
@@ -170,8 +168,8 @@ def _scalar(data, fill, dev, xp):
     return np.asarray(value).reshape(())[()]
 
 
-def _finish(x, out, out_sparse, S):
+def _finish(x, out, out_sparse, S, be):
     """Compressed input keeps its format when the result has two sparse dimensions."""
     if x.format == "coo" or len(out_sparse) != 2:
         return out
-    return convert.asformat(out, x.format)
+    return convert.asformat(out, x.format, be=be)

@@ -15,7 +15,7 @@ import numpy as np
 
 from gpusparse._components import to_array
 from gpusparse._device import (
-    Device, array_device, device_scope, is_cupy_array, to_device_array, to_host, xp_for,
+    Device, array_device, is_cupy_array, to_device_array, to_host,
 )
 
 
@@ -126,10 +126,9 @@ def _raw_items(x, key):
     return raw
 
 
-def _normalise(x, raw) -> _Key:
-    """Items per input dimension, advanced indices broadcast, bounds checked."""
-    dev = x.device
-    xp = xp_for(dev)
+def _normalise(x, raw, be) -> _Key:
+    """Items per input dimension, advanced indices broadcast, bounds checked, on backend ``be``."""
+    xp = be.xp
     items, arrays = [], []  # arrays: (item, array) for advanced indices
     has_arrays = any(kind in ("intarr", "boolarr") for kind, _ in raw)
     dim = 0
@@ -170,7 +169,7 @@ def _normalise(x, raw) -> _Key:
                         f"axis is {x.shape[dim + j]} but size of corresponding boolean axis is "
                         f"{payload.shape[j]}"
                     )
-            with device_scope(dev):
+            with be.scope():
                 where = xp.nonzero(payload)  # sync: number of True elements
             for j in range(m):
                 item = _Item("adv", dim + j, None, pos)
@@ -192,8 +191,8 @@ def _normalise(x, raw) -> _Key:
         raise IndexError(
             f"shape mismatch: indexing arrays could not be broadcast together with shapes {shapes}"
         ) from None
-    _check_array_bounds(x, arrays, xp, dev)
-    with device_scope(dev):
+    _check_array_bounds(x, arrays, be)
+    with be.scope():
         for item, arr in arrays:
             flat = xp.broadcast_to(arr.astype(np.int64, copy=False), bshape).reshape(-1)
             n = x.shape[item.dim]
@@ -203,12 +202,13 @@ def _normalise(x, raw) -> _Key:
     return _Key(items, tuple(bshape), not adjacent, ellipsis)
 
 
-def _check_array_bounds(x, arrays, xp, dev):
-    """IndexError for the first index out of its axis; one synchronisation for all arrays."""
+def _check_array_bounds(x, arrays, be):
+    """IndexError for the first index out of its axis; one synchronisation for all arrays (on backend ``be``)."""
+    xp = be.xp
     checked = [(item, arr) for item, arr in arrays if arr.size and arr.ndim]
     if not checked:
         return
-    with device_scope(dev):
+    with be.scope():
         ends = xp.stack([xp.stack([a.min(), a.max()]).astype(np.int64) for _, a in checked])
     ends = to_host(ends)  # sync: bounds of every index array
     for (item, _), (lo, hi) in zip(checked, ends):

@@ -6,7 +6,8 @@ import operator
 
 import numpy as np
 
-from gpusparse._device import device_scope, to_host, xp_for
+from gpusparse._backend import backend
+from gpusparse._device import to_host
 from gpusparse.ops import canonical, convert
 from gpusparse.ops._validate import check_axis
 from gpusparse.ops.indexing.keys import _index_array
@@ -35,7 +36,7 @@ def index_select(x, axis, index):
         raise IndexError(
             f"index must be a 1-D integer array, got a {index.ndim}-d array of {index.dtype.name}"
         )
-    return getitem(x, (slice(None),) * axis + (index,))
+    return getitem(x, (slice(None),) * axis + (index,), be=backend(x.device))
 
 
 def narrow(x, axis, start, length):
@@ -59,7 +60,7 @@ def narrow(x, axis, start, length):
         raise IndexError(
             f"start ({start}) + length ({length}) exceeds dimension size ({n}) of axis {axis}"
         )
-    return getitem(x, (slice(None),) * axis + (slice(start, start + length),))
+    return getitem(x, (slice(None),) * axis + (slice(start, start + length),), be=backend(x.device))
 
 
 def take(x, indices, axis=None):
@@ -76,11 +77,12 @@ def take(x, indices, axis=None):
     <BLANKLINE>
            [[0]]])
     """
+    be = backend(x.device)
     if axis is None:
-        from gpusparse.ops.shape.reshaping import reshape
-        return getitem(reshape(x, (-1,)), _take_index(indices, x.device))
+        from gpusparse.ops.shape.reshaping import reshape_on
+        return getitem(reshape_on(x, (-1,), be), _take_index(indices, x.device), be=be)
     axis = check_axis(axis, x.ndim)
-    return getitem(x, (slice(None),) * axis + (_take_index(indices, x.device),))
+    return getitem(x, (slice(None),) * axis + (_take_index(indices, x.device),), be=be)
 
 
 def _take_index(indices, dev):
@@ -108,14 +110,19 @@ def nonzero(x):
     >>> nonzero(x)
     (array([0, 1]),)
     """
+    return _nonzero(x, backend(x.device))
+
+
+def _nonzero(x, be):
+    """:func:`nonzero` of ``x`` on its device's backend ``be``."""
     fill = x.fill_value
     if fill != 0 or fill != fill:
         raise ValueError(f"nonzero needs a zero fill value, got {fill!r}")
     if x.ndim == 0:
         raise ValueError("nonzero of a 0-d array is not defined (NumPy raises too); use argwhere")
-    coo = canonical.coalesce(x if x.format == "coo" else convert.compressed_to_coo(x))
-    xp = xp_for(x.device)
-    with device_scope(x.device):
+    coo = canonical.coalesce(x if x.format == "coo" else convert.compressed_to_coo(x, be=be), be=be)
+    xp = be.xp
+    with be.scope():
         hit = coo.data != 0
         where = xp.nonzero(hit)  # sync: number of non-zero elements
         entry = where[0]
@@ -133,11 +140,12 @@ def argwhere(x):
     array([[0, 1],
            [1, 0]])
     """
-    xp = xp_for(x.device)
+    be = backend(x.device)
+    xp = be.xp
     if x.ndim == 0:
-        value = to_host(x.to_dense()).item()  # sync: one element
-        with device_scope(x.device):
+        value = to_host(convert.to_dense(x, be=be)).item()  # sync: one element
+        with be.scope():
             return xp.zeros((int(value != 0), 0), dtype=np.int64)
-    parts = nonzero(x)
-    with device_scope(x.device):
+    parts = _nonzero(x, be)
+    with be.scope():
         return xp.ascontiguousarray(xp.stack(parts, axis=1))

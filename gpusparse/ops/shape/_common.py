@@ -5,6 +5,9 @@ checking fill values, summing the entries of an array with no sparse
 dimension, keeping a compressed format where the result allows it, and
 :func:`sparsify`, which makes leading dense dimensions sparse (a dense
 dimension that has to move in front of a sparse one goes through it).
+
+The helpers take the :class:`~gpusparse._backend.Backend` that their
+operation resolved once at its entry as ``be``.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import math
 
 import numpy as np
 
-from gpusparse._device import device_scope, kernels_for, xp_for
+from gpusparse._backend import backend
 from gpusparse.ops import canonical, convert
 from gpusparse.ops._validate import check_axis
 
@@ -23,15 +26,17 @@ __all__ = ["sparsify"]
 _FITS = 2**63
 
 
-def _coo(x):
-    return x if x.format == "coo" else convert.compressed_to_coo(x)
+def _coo(x, be):
+    """The COO view of ``x`` (itself when COO)."""
+    return x if x.format == "coo" else convert.compressed_to_coo(x, be=be)
 
 
-def _new_coo(coords, data, shape, fill, dev, *, sorted, unique):
+def _new_coo(coords, data, shape, fill, be, *, sorted, unique):
+    """A COO array on ``be``'s device from contiguous copies of its parts."""
     from gpusparse.containers import COO
-    xp = xp_for(dev)
+    xp = be.xp
     return COO._from_parts(xp.ascontiguousarray(coords, dtype=np.int64), xp.ascontiguousarray(data),
-                           tuple(shape), fill, dev, sorted=sorted, unique=unique)
+                           tuple(shape), fill, be.device, sorted=sorted, unique=unique)
 
 
 def _axes(axis, ndim, argument="axis"):
@@ -48,7 +53,7 @@ def _same_fill(a, b) -> bool:
     return bool(a == b) or (a != a and b != b)
 
 
-def _for_padding(coo):
+def _for_padding(coo, be):
     """``coo`` ready for its dense blocks to be padded with the fill value.
 
     Duplicates add up their blocks, padding included, so a nonzero fill
@@ -57,7 +62,7 @@ def _for_padding(coo):
     fill = coo.fill_value
     if coo.unique or (fill == 0 and fill == fill):
         return coo
-    return canonical.coalesce(coo)
+    return canonical.coalesce(coo, be=be)
 
 
 def _zero_fill(x, what):
@@ -66,28 +71,35 @@ def _zero_fill(x, what):
         raise ValueError(f"{what} needs a zero fill value, got {fill!r}")
 
 
-def _reduce_to_one(coo):
+def _reduce_to_one(coo, be):
     """A COO with no sparse dimension keeps at most one entry: sum the rest."""
     n = coo.nnz
     if n <= 1:
         return coo.data
-    xp = xp_for(coo.device)
-    return canonical.sum_segments(coo.data, xp.asarray([0, n], dtype=np.int64), None,
-                                  kernels_for(coo.device))
+    return canonical.sum_segments(coo.data, be.xp.asarray([0, n], dtype=np.int64), None, be.kernels)
 
-def _keep_format(x, out):
+
+def _keep_format(x, out, be):
     """Compressed input, result with exactly two sparse dimensions: same format."""
     if x.format != "coo" and out.sparse_dim == 2:
-        return convert.asformat(out, x.format)
+        return convert.asformat(out, x.format, be=be)
     return out
 
 
-def sparsify(x, sparse_dim):
+def sparsify(x, sparse_dim, *, be=None):
     """``x`` as COO with its first dense dimensions made sparse, ``sparse_dim`` in all.
 
     Each stored block becomes one entry per element of the block (fill-valued
     elements included), so the result stands for the same dense array. Order
     and uniqueness are kept.
+
+    Parameters
+    ----------
+    x : SparseArray
+    sparse_dim : int
+        The number of sparse dimensions of the result.
+    be : Backend, optional
+        The backend of ``x``'s device, when the caller has it already.
 
     Examples
     --------
@@ -98,20 +110,20 @@ def sparsify(x, sparse_dim):
     (array([[1, 1],
            [0, 1]]), array([5., 0.]))
     """
-    coo = _coo(x)
+    be = be or backend(x.device)
+    coo = _coo(x, be)
     S = coo.sparse_dim
     if sparse_dim <= S:
         return coo
     if sparse_dim > coo.ndim:
         raise ValueError(f"sparse_dim must be at most ndim={coo.ndim}, got {sparse_dim}")
-    dev = coo.device
-    k, xp = kernels_for(dev), xp_for(dev)
+    k, xp = be.kernels, be.xp
     block = coo.shape[S:sparse_dim]
     m, n = math.prod(block), coo.nnz
-    with device_scope(dev):
+    with be.scope():
         outer = xp.repeat(coo.coords, m, axis=1)
         inner = k.delinearize(xp.arange(m, dtype=np.int64), block) if m else xp.zeros((len(block), 0), np.int64)
         inner = xp.tile(inner, (1, n))
         coords = xp.concatenate([outer, inner], axis=0)
         data = coo.data.reshape((n * m,) + coo.shape[sparse_dim:])
-    return _new_coo(coords, data, coo.shape, coo.fill_value, dev, sorted=coo.sorted, unique=coo.unique)
+    return _new_coo(coords, data, coo.shape, coo.fill_value, be, sorted=coo.sorted, unique=coo.unique)

@@ -13,15 +13,15 @@ import math
 
 import numpy as np
 
-from gpusparse._device import device_of, device_scope, kernels_for, xp_for
+from gpusparse._backend import backend_of
 from gpusparse.ops import canonical
 from gpusparse.ops._validate import check_axis
 from gpusparse.ops.shape._common import (
     _for_padding, _keep_format, _new_coo, _reduce_to_one, _same_fill, sparsify,
 )
-from gpusparse.ops.shape.reshaping import expand_dims, reshape
+from gpusparse.ops.shape.reshaping import expand_dims_on, reshape_on
 
-__all__ = ["concatenate", "dstack", "hstack", "stack", "vstack"]
+__all__ = ["concatenate", "concatenate_on", "dstack", "hstack", "stack", "vstack"]
 
 
 def concatenate(arrays, axis=0, *, expand_nonconcat_dim=False):
@@ -51,6 +51,11 @@ def concatenate(arrays, axis=0, *, expand_nonconcat_dim=False):
     array([[0, 1, 3],
            [2, 0, 0]])
     """
+    return concatenate_on(arrays, axis, None, expand_nonconcat_dim=expand_nonconcat_dim)
+
+
+def concatenate_on(arrays, axis, be, *, expand_nonconcat_dim=False):
+    """:func:`concatenate` on the backend ``be`` of the arrays' device (resolved here when None)."""
     from gpusparse.containers import SparseArray
     arrays = list(arrays)
     if not arrays:
@@ -58,7 +63,7 @@ def concatenate(arrays, axis=0, *, expand_nonconcat_dim=False):
     for i, a in enumerate(arrays):
         if not isinstance(a, SparseArray):
             raise TypeError(f"arrays[{i}] is a {type(a).__name__}, not a gpusparse array")
-    dev = device_of(*arrays, what=tuple(f"arrays[{i}]" for i in range(len(arrays))))
+    be = be or backend_of(*arrays, what=tuple(f"arrays[{i}]" for i in range(len(arrays))))
     ndim = arrays[0].ndim
     for i, a in enumerate(arrays):
         if a.ndim != ndim:
@@ -95,17 +100,17 @@ def concatenate(arrays, axis=0, *, expand_nonconcat_dim=False):
     formats = {a.format for a in arrays}
     if (len(formats) == 1 and arrays[0].format != "coo" and axis < 2
             and all(a.shape[2:] == out_shape[2:] for a in arrays)):
-        return _concat_compressed(arrays, axis, out_shape, fill, dev)
+        return _concat_compressed(arrays, axis, out_shape, fill, be)
     S = max(a.sparse_dim for a in arrays)
     zero_fill = fill == 0 and fill == fill
     if axis >= S and not zero_fill:
         S = axis + 1
-    coos = canonical.flag_sorted([sparsify(a, S) for a in arrays])  # TF's row-major output from sorted inputs
-    coos = [_for_padding(a) if a.shape[S:] != out_shape[S:] and axis < S else a for a in coos]
-    xp = xp_for(dev)
+    coos = canonical.flag_sorted([sparsify(a, S, be=be) for a in arrays], be=be)  # TF's row-major output from sorted inputs
+    coos = [_for_padding(a, be) if a.shape[S:] != out_shape[S:] and axis < S else a for a in coos]
+    xp = be.xp
     all_sorted = all(a.sorted for a in coos)
     all_unique = all(a.unique for a in coos)
-    with device_scope(dev):
+    with be.scope():
         datas, offsets, offset = [], [], 0
         for a in coos:
             datas.append(_pad_block(a, out_shape, S, axis if axis >= S else None, offset, fill, xp))
@@ -113,24 +118,24 @@ def concatenate(arrays, axis=0, *, expand_nonconcat_dim=False):
             offset += a.shape[axis]
         out = None
         if all_sorted and 0 < axis < S:
-            out = _interleave_sorted([a.coords for a in coos], offsets, datas, out_shape, axis, fill, dev,
+            out = _interleave_sorted([a.coords for a in coos], offsets, datas, out_shape, axis, fill, be,
                                      all_unique)
         if out is None:
-            k = kernels_for(dev)
+            k = be.kernels
             coords = _joined_coords(coos, offsets, axis if axis < S else None, k)
             data = xp.concatenate(datas, axis=0, out=k.empty((coords.shape[1],) + datas[0].shape[1:],
                                                              datas[0].dtype))
     if out is None:
         if S == 0:  # one block at most: the padded blocks add up
-            data = _reduce_to_one(_new_coo(coords, data, out_shape, fill, dev, sorted=False, unique=False))
+            data = _reduce_to_one(_new_coo(coords, data, out_shape, fill, be, sorted=False, unique=False), be)
             coords = coords[:, : data.shape[0]]
             all_sorted = all_unique = True
-        out = _new_coo(coords, data, out_shape, fill, dev,
+        out = _new_coo(coords, data, out_shape, fill, be,
                        sorted=all_sorted and axis == 0 and S > 0, unique=all_unique and axis < S)
         if all_sorted and not out.sorted and 0 < axis < S:
-            out = _stable_sort_prefix(out, axis)
+            out = _stable_sort_prefix(out, axis, be)
     if len(formats) == 1 and arrays[0].format != "coo":
-        return _keep_format(arrays[0], out)
+        return _keep_format(arrays[0], out, be)
     return out
 
 
@@ -170,7 +175,7 @@ def _pad_block(a, out_shape, S, axis, offset, fill, xp):
     return block
 
 
-def _interleave_sorted(coords, offsets, datas, shape, axis, fill, dev, unique):
+def _interleave_sorted(coords, offsets, datas, shape, axis, fill, be, unique):
     """Sorted COO inputs joined along a sparse ``axis > 0``, sorted, without a sort; None if too sparse.
 
     ``coords[i]`` / ``datas[i]`` are input ``i``'s entries, to be shifted by
@@ -185,7 +190,7 @@ def _interleave_sorted(coords, offsets, datas, shape, axis, fill, dev, unique):
     n_prefix = math.prod(shape[:axis])
     if n_prefix > 4 * nnz + (1 << 16):
         return None
-    k, xp = kernels_for(dev), xp_for(dev)
+    k, xp = be.kernels, be.xp
     S = coords[0].shape[0]
     pointers = []
     for c in coords:
@@ -218,31 +223,30 @@ def _interleave_sorted(coords, offsets, datas, shape, axis, fill, dev, unique):
             else:
                 k.copy_segments(ins[i], src, before, cnt, outs[i])
         before += cnt
-    return _new_coo(out_coords, out_data, shape, fill, dev, sorted=True, unique=unique)
+    return _new_coo(out_coords, out_data, shape, fill, be, sorted=True, unique=unique)
 
 
-def _stable_sort_prefix(x, axis):
+def _stable_sort_prefix(x, axis, be):
     """Stable sort of sorted runs by the coordinates before ``axis``: sorted again."""
-    dev = x.device
-    k, xp = kernels_for(dev), xp_for(dev)
-    with device_scope(dev):
+    k, xp = be.kernels, be.xp
+    with be.scope():
         _, perm, _ = canonical.sorted_keys(x.coords[:axis], x.shape[:axis], k, xp)
         if perm is None:
-            return _new_coo(x.coords, x.data, x.shape, x.fill_value, dev, sorted=True, unique=x.unique)
+            return _new_coo(x.coords, x.data, x.shape, x.fill_value, be, sorted=True, unique=x.unique)
         coords = k.take_columns(x.coords, perm)
         data = canonical.take_rows(x.data, perm, k)
-    return _new_coo(coords, data, x.shape, x.fill_value, dev, sorted=True, unique=x.unique)
+    return _new_coo(coords, data, x.shape, x.fill_value, be, sorted=True, unique=x.unique)
 
 
-def _concat_compressed(arrays, axis, out_shape, fill, dev):
+def _concat_compressed(arrays, axis, out_shape, fill, be):
     """CSR/CSC joined along the major axis (append) or the minor axis (interleave rows)."""
     from gpusparse._dtypes import index_dtype_for
     cls = type(arrays[0])
     major = cls._major_axis
-    k, xp = kernels_for(dev), xp_for(dev)
+    k, xp = be.kernels, be.xp
     nnz = sum(a.nnz for a in arrays)
     dtype = index_dtype_for(out_shape[0], out_shape[1], nnz)
-    with device_scope(dev):
+    with be.scope():
         if axis == major:
             parts, base = [xp.zeros(1, dtype=np.int64)], 0
             for a in arrays:
@@ -276,7 +280,7 @@ def _concat_compressed(arrays, axis, out_shape, fill, dev):
                 before += c
                 offset += a.shape[axis]
     return cls._from_parts(xp.ascontiguousarray(indptr, dtype=dtype), xp.ascontiguousarray(indices, dtype=dtype),
-                           data, out_shape, fill, dev)
+                           data, out_shape, fill, be.device)
 
 
 def stack(arrays, axis=0):
@@ -298,21 +302,38 @@ def stack(arrays, axis=0):
     if len(shapes) != 1:
         raise ValueError("all input arrays must have the same shape")
     axis = check_axis(axis, arrays[0].ndim + 1)
-    return concatenate([expand_dims(a, axis) for a in arrays], axis=axis)
+    be = _backend_of_list(arrays)
+    return concatenate_on([expand_dims_on(a, axis, be) for a in arrays], axis, be)
 
 
-def _atleast(a, ndim):
+def _backend_of_list(arrays):
+    """The backend of the one device of ``arrays`` (sparse arrays, at least one)."""
+    return backend_of(*arrays, what=tuple(f"arrays[{i}]" for i in range(len(arrays))))
+
+
+def _atleast(a, ndim, be):
+    """``a`` with at least ``ndim`` dimensions, NumPy's ``atleast_{ndim}d`` way, on backend ``be``."""
     if a.ndim >= ndim:
         return a
     if ndim == 1:
-        return reshape(a, (1,))
+        return reshape_on(a, (1,), be)
     if ndim == 2:
-        return expand_dims(a, 0) if a.ndim == 1 else reshape(a, (1, 1))
+        return expand_dims_on(a, 0, be) if a.ndim == 1 else reshape_on(a, (1, 1), be)
     if a.ndim == 0:
-        return reshape(a, (1, 1, 1))
+        return reshape_on(a, (1, 1, 1), be)
     if a.ndim == 1:
-        return expand_dims(a, (0, 2))
-    return expand_dims(a, 2)
+        return expand_dims_on(a, (0, 2), be)
+    return expand_dims_on(a, 2, be)
+
+
+def _stacked(arrays, ndim, axis):
+    """``arrays`` made at least ``ndim``-dimensional and joined along ``axis`` (a function of the first)."""
+    arrays = list(arrays)
+    if not arrays:
+        return concatenate_on(arrays, 0, None)  # the error of an empty list
+    be = _backend_of_list(arrays)
+    arrays = [_atleast(a, ndim, be) for a in arrays]
+    return concatenate_on(arrays, axis(arrays[0]), be)
 
 
 def vstack(arrays):
@@ -325,7 +346,7 @@ def vstack(arrays):
     >>> vstack([a, a]).shape
     (2, 2)
     """
-    return concatenate([_atleast(a, 2) for a in arrays], axis=0)
+    return _stacked(arrays, 2, lambda first: 0)
 
 
 def hstack(arrays):
@@ -338,8 +359,7 @@ def hstack(arrays):
     >>> hstack([a, a]).shape
     (4,)
     """
-    arrays = [_atleast(a, 1) if a.ndim == 0 else a for a in arrays]
-    return concatenate(arrays, axis=0 if arrays and arrays[0].ndim == 1 else 1)
+    return _stacked(arrays, 1, lambda first: 0 if first.ndim == 1 else 1)
 
 
 def dstack(arrays):
@@ -352,4 +372,4 @@ def dstack(arrays):
     >>> dstack([a, a]).shape
     (1, 2, 2)
     """
-    return concatenate([_atleast(a, 3) for a in arrays], axis=2)
+    return _stacked(arrays, 3, lambda first: 2)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusparse._device import device_scope, xp_for
+from gpusparse._backend import backend
 from gpusparse.ops._validate import check_axis
 from gpusparse.ops.shape._common import _axes, _coo, _for_padding, _keep_format, _new_coo, _same_fill
-from gpusparse.ops.shape.reshaping import reshape
+from gpusparse.ops.shape.reshaping import reshape_on
 
 __all__ = ["flip", "pad", "roll"]
 
@@ -47,22 +47,22 @@ def pad(x, pad_width, mode="constant", constant_values=None):
     widths = [tuple(int(v) for v in row) for row in widths]
     if all(w == (0, 0) for w in widths):
         return x
-    coo = _coo(x)
+    be = backend(x.device)
+    coo = _coo(x, be)
     S = coo.sparse_dim
     if any(w != (0, 0) for w in widths[S:]):
-        coo = _for_padding(coo)
-    dev = coo.device
-    xp = xp_for(dev)
+        coo = _for_padding(coo, be)
+    xp = be.xp
     shape = tuple(d + a + b for d, (a, b) in zip(coo.shape, widths))
-    with device_scope(dev):
+    with be.scope():
         coords = coo.coords
         if any(widths[d][0] for d in range(S)):
             coords = coords + xp.asarray([widths[d][0] for d in range(S)], dtype=np.int64).reshape(-1, 1)
         data = coo.data
         if any(w != (0, 0) for w in widths[S:]):
             data = xp.pad(data, [(0, 0)] + widths[S:], mode="constant", constant_values=x.fill_value)
-    out = _new_coo(coords, data, shape, coo.fill_value, dev, sorted=coo.sorted, unique=coo.unique)
-    return _keep_format(x, out)
+    out = _new_coo(coords, data, shape, coo.fill_value, be, sorted=coo.sorted, unique=coo.unique)
+    return _keep_format(x, out, be)
 
 
 def roll(x, shift, axis=None):
@@ -74,8 +74,14 @@ def roll(x, shift, axis=None):
     >>> roll(gs.fromdense(np.array([1, 0, 2]), device="cpu"), 1).todense()
     array([2, 1, 0])
     """
+    be = backend(x.device)
     if axis is None:
-        return reshape(roll(reshape(x, (-1,)), shift, 0), x.shape)
+        return reshape_on(_roll(reshape_on(x, (-1,), be), shift, 0, be), x.shape, be)
+    return _roll(x, shift, axis, be)
+
+
+def _roll(x, shift, axis, be):
+    """:func:`roll` of ``x`` along ``axis`` (not None) on its device's backend ``be``."""
     shifts, axes = np.broadcast_arrays(np.asarray(shift), np.asarray(axis))
     total = {}
     for s, a in zip(shifts.reshape(-1), axes.reshape(-1)):
@@ -84,11 +90,10 @@ def roll(x, shift, axis=None):
     total = {a: s % x.shape[a] for a, s in total.items() if x.shape[a] and s % x.shape[a]}
     if not total:
         return x
-    coo = _coo(x)
+    coo = _coo(x, be)
     S = coo.sparse_dim
-    dev = coo.device
-    xp = xp_for(dev)
-    with device_scope(dev):
+    xp = be.xp
+    with be.scope():
         coords = coo.coords.copy() if any(a < S for a in total) else coo.coords
         data = coo.data
         for a, s in total.items():
@@ -96,9 +101,9 @@ def roll(x, shift, axis=None):
                 coords[a] = (coords[a] + s) % coo.shape[a]
             else:
                 data = xp.roll(data, s, axis=a - S + 1)
-    out = _new_coo(coords, data, coo.shape, coo.fill_value, dev,
+    out = _new_coo(coords, data, coo.shape, coo.fill_value, be,
                    sorted=coo.sorted and not any(a < S for a in total), unique=coo.unique)
-    return _keep_format(x, out)
+    return _keep_format(x, out, be)
 
 
 def flip(x, axis=None):
@@ -115,17 +120,17 @@ def flip(x, axis=None):
     axes = tuple(a for a in axes if x.shape[a] > 1)
     if not axes:
         return x
-    coo = _coo(x)
+    be = backend(x.device)
+    coo = _coo(x, be)
     S = coo.sparse_dim
-    dev = coo.device
-    xp = xp_for(dev)
-    with device_scope(dev):
+    xp = be.xp
+    with be.scope():
         coords = coo.coords.copy() if any(a < S for a in axes) else coo.coords
         for a in axes:
             if a < S:
                 coords[a] = (coo.shape[a] - 1) - coords[a]
         dense_axes = tuple(a - S + 1 for a in axes if a >= S)
         data = xp.flip(coo.data, axis=dense_axes) if dense_axes else coo.data
-    out = _new_coo(coords, data, coo.shape, coo.fill_value, dev,
+    out = _new_coo(coords, data, coo.shape, coo.fill_value, be,
                    sorted=coo.sorted and not any(a < S for a in axes), unique=coo.unique)
-    return _keep_format(x, out)
+    return _keep_format(x, out, be)

@@ -14,11 +14,11 @@ import math
 
 import numpy as np
 
-from gpusparse._device import device_scope, kernels_for, xp_for
+from gpusparse._backend import backend
 from gpusparse.ops._validate import check_axis
 from gpusparse.ops.shape._common import _axes, _coo, _new_coo, sparsify
 
-__all__ = ["matrix_transpose", "moveaxis", "permute_dims", "swapaxes", "transpose"]
+__all__ = ["matrix_transpose", "moveaxis", "permute_dims", "permute_dims_on", "swapaxes", "transpose"]
 
 
 def permute_dims(x, axes=None):
@@ -37,6 +37,11 @@ def permute_dims(x, axes=None):
     >>> gs.fromdense(np.eye(2), format="csr", device="cpu").T.format
     'csc'
     """
+    return permute_dims_on(x, axes, backend(x.device))
+
+
+def permute_dims_on(x, axes, be):
+    """:func:`permute_dims` of ``x`` on its device's backend ``be``."""
     ndim = x.ndim
     if axes is None:
         axes = tuple(range(ndim - 1, -1, -1))
@@ -47,23 +52,22 @@ def permute_dims(x, axes=None):
         axes = _axes(axes, ndim, "axes")
     if axes == tuple(range(ndim)):
         return x
-    dev = x.device
-    xp = xp_for(dev)
+    xp = be.xp
     if x.format != "coo" and axes[:2] in ((0, 1), (1, 0)) and sorted(axes[2:]) == list(axes[2:]) == list(range(2, ndim)):
         return _swap_compressed(x)
     if x.format != "coo" and axes[:2] == (0, 1):
-        with device_scope(dev):
+        with be.scope():
             data = xp.ascontiguousarray(xp.transpose(x.data, (0,) + tuple(a - 1 for a in axes[2:])))
         shape = x.shape[:2] + tuple(x.shape[a] for a in axes[2:])
-        return type(x)._from_parts(x.indptr, x.indices, data, shape, x.fill_value, dev)
+        return type(x)._from_parts(x.indptr, x.indices, data, shape, x.fill_value, be.device)
     S = x.sparse_dim
     last = max((p for p, a in enumerate(axes) if a < S), default=-1)
     width = last + 1
     while width and max(axes[:width]) + 1 > width:
         width = max(axes[:width]) + 1
-    coo = sparsify(x, max(width, S)) if width > S else _coo(x)
+    coo = sparsify(x, max(width, S), be=be) if width > S else _coo(x, be)
     S = coo.sparse_dim
-    with device_scope(dev):
+    with be.scope():
         data = xp.transpose(coo.data, (0,) + tuple(a - S + 1 for a in axes[S:]))
     shape = tuple(coo.shape[a] for a in axes)
     keeps_order = axes[:S] == tuple(range(S))
@@ -72,20 +76,20 @@ def permute_dims(x, axes=None):
             and axes[:S] == (moved,) + tuple(d for d in range(S) if d != moved)):
         # one axis moved to the front (a 2-D transpose): a stable sort on that
         # axis alone restores row-major order, since the rest is ordered already
-        coords, data = _stable_by_axis(coo.coords, data, list(axes[:S]), shape[0], dev)
+        coords, data = _stable_by_axis(coo.coords, data, list(axes[:S]), shape[0], be)
         keeps_order = True
     else:
-        with device_scope(dev):
+        with be.scope():
             coords = coo.coords[list(axes[:S])] if S else coo.coords
-    return _new_coo(coords, data, shape, coo.fill_value, dev,
+    return _new_coo(coords, data, shape, coo.fill_value, be,
                     sorted=coo.sorted and keeps_order, unique=coo.unique)
 
 
-def _stable_by_axis(coords, data, rows, n_first, dev):
-    """``coords[rows]`` and ``data`` stably sorted by ``coords[rows[0]]`` (``n_first`` values)."""
-    k, xp = kernels_for(dev), xp_for(dev)
+def _stable_by_axis(coords, data, rows, n_first, be):
+    """``coords[rows]`` and ``data`` stably sorted by ``coords[rows[0]]`` (``n_first`` values), on backend ``be``."""
+    k, xp = be.kernels, be.xp
     n, S = int(coords.shape[1]), len(rows)
-    with device_scope(dev):
+    with be.scope():
         if n_first <= 4 * n + (1 << 16):  # one counting pass, then scatters
             dest, starts = k.bucket_order(coords[rows[0]], n_first)
             width = math.prod(data.shape[1:])

@@ -14,14 +14,15 @@ import operator
 
 import numpy as np
 
-from gpusparse._device import device_scope, kernels_for, to_host, xp_for
+from gpusparse._backend import backend
+from gpusparse._device import to_host
 from gpusparse.ops import canonical
 from gpusparse.ops._validate import check_shape
 from gpusparse.ops.shape._common import (
     _FITS, _axes, _coo, _keep_format, _new_coo, _reduce_to_one, sparsify,
 )
 
-__all__ = ["broadcast_to", "expand_dims", "reshape", "resize", "squeeze"]
+__all__ = ["broadcast_to", "expand_dims", "expand_dims_on", "reshape", "reshape_on", "resize", "squeeze"]
 
 
 def _target_shape(shape, size, argument="shape"):
@@ -66,27 +67,33 @@ def reshape(x, shape):
            [2, 3],
            [4, 5]])
     """
+    return reshape_on(x, shape, backend(x.device))
+
+
+def reshape_on(x, shape, be):
+    """:func:`reshape` of ``x`` on its device's backend ``be``."""
     shape = _target_shape(shape, x.size)
     if shape == x.shape:
         return x
-    coo = _coo(x)
+    coo = _coo(x, be)
     S, D = coo.sparse_dim, coo.dense_dim
     dense_shape = coo.shape[S:]
     if (D and len(shape) >= D and shape[len(shape) - D:] == dense_shape
             and math.prod(shape[: len(shape) - D]) == math.prod(coo.shape[:S])):
         new_sparse = shape[: len(shape) - D]
     else:
-        coo = sparsify(coo, coo.ndim)
+        coo = sparsify(coo, coo.ndim, be=be)
         new_sparse, dense_shape = shape, ()
-    coords = _reshape_coords(coo.coords, coo.shape[: coo.sparse_dim], new_sparse, coo.device)
+    coords = _reshape_coords(coo.coords, coo.shape[: coo.sparse_dim], new_sparse, be)
     if not new_sparse:
-        data = _reduce_to_one(coo)
+        data = _reduce_to_one(coo, be)
         coords = coords[:, : data.shape[0]]
     else:
         data = coo.data
-    out = _new_coo(coords, data, new_sparse + dense_shape, coo.fill_value, coo.device,
+    out = _new_coo(coords, data, new_sparse + dense_shape, coo.fill_value, be,
                    sorted=coo.sorted or not new_sparse, unique=coo.unique or not new_sparse)
-    return _keep_format(x, out)
+    return _keep_format(x, out, be)
+
 
 def _blocks(old, new):
     """Pair the non-1 dimensions of ``old`` and ``new`` into runs of equal product."""
@@ -107,10 +114,11 @@ def _blocks(old, new):
     return blocks
 
 
-def _reshape_coords(coords, old, new, dev):
-    k, xp = kernels_for(dev), xp_for(dev)
+def _reshape_coords(coords, old, new, be):
+    """The coordinates ``coords`` of sparse shape ``old`` in sparse shape ``new``, on backend ``be``."""
+    k, xp = be.kernels, be.xp
     n = int(coords.shape[1])
-    with device_scope(dev):
+    with be.scope():
         if math.prod(old) == 0 or n == 0:
             return xp.zeros((len(new), n), dtype=np.int64)
         rows = [None] * len(new)
@@ -166,22 +174,22 @@ def squeeze(x, axis=None):
             raise ValueError("cannot select an axis to squeeze out which has size not equal to one")
     if not axes:
         return x
-    coo = _coo(x)
+    be = backend(x.device)
+    coo = _coo(x, be)
     S = coo.sparse_dim
     keep_sparse = [a for a in range(S) if a not in axes]
-    dev = coo.device
     shape = tuple(d for a, d in enumerate(coo.shape) if a not in axes)
-    with device_scope(dev):
+    with be.scope():
         dense_shape = tuple(d for a, d in enumerate(coo.shape) if a >= S and a not in axes)
         data = coo.data.reshape((coo.nnz,) + dense_shape)
         coords = coo.coords[keep_sparse]
         if not keep_sparse and S:
-            data = _reduce_to_one(_new_coo(coords, data, dense_shape, coo.fill_value, dev,
-                                           sorted=False, unique=False))
+            data = _reduce_to_one(_new_coo(coords, data, dense_shape, coo.fill_value, be,
+                                           sorted=False, unique=False), be)
             coords = coords[:, : data.shape[0]]
-    out = _new_coo(coords, data, shape, coo.fill_value, dev,
+    out = _new_coo(coords, data, shape, coo.fill_value, be,
                    sorted=coo.sorted or not keep_sparse, unique=coo.unique or not keep_sparse)
-    return _keep_format(x, out) if len(keep_sparse) == 2 else out
+    return _keep_format(x, out, be) if len(keep_sparse) == 2 else out
 
 
 def expand_dims(x, axis):
@@ -197,24 +205,28 @@ def expand_dims(x, axis):
     >>> expand_dims(x, (0, -1)).shape
     (1, 2, 3, 1)
     """
+    return expand_dims_on(x, axis, backend(x.device))
+
+
+def expand_dims_on(x, axis, be):
+    """:func:`expand_dims` of ``x`` on its device's backend ``be``."""
     out_ndim = x.ndim + (1 if isinstance(axis, (int, np.integer)) else len(tuple(axis)))
     axes = set(_axes(axis, out_ndim))
-    coo = _coo(x)
+    coo = _coo(x, be)
     S = coo.sparse_dim
     order, it = [], iter(range(x.ndim))
     for p in range(out_ndim):
         order.append(None if p in axes else next(it))
     last_sparse = max((p for p, a in enumerate(order) if a is not None and a < S), default=-1)
     n_sparse = last_sparse + 1 if coo.dense_dim else out_ndim
-    dev = coo.device
-    xp = xp_for(dev)
-    with device_scope(dev):
+    xp = be.xp
+    with be.scope():
         zeros = xp.zeros(coo.nnz, dtype=np.int64)
         rows = [zeros if a is None else coo.coords[a] for a in order[:n_sparse]]
         coords = xp.stack(rows) if rows else xp.zeros((0, coo.nnz), dtype=np.int64)
         shape = tuple(1 if a is None else coo.shape[a] for a in order)
         data = coo.data.reshape((coo.nnz,) + shape[n_sparse:])
-    return _new_coo(coords, data, shape, coo.fill_value, dev, sorted=coo.sorted, unique=coo.unique)
+    return _new_coo(coords, data, shape, coo.fill_value, be, sorted=coo.sorted, unique=coo.unique)
 
 
 def broadcast_to(x, shape):
@@ -236,13 +248,13 @@ def broadcast_to(x, shape):
         raise ValueError(f"cannot broadcast an array of shape {x.shape} to shape {shape}")
     if shape == x.shape:
         return x
-    coo = expand_dims(_coo(x), tuple(range(lead))) if lead else _coo(x)
+    be = backend(x.device)
+    coo = expand_dims_on(_coo(x, be), tuple(range(lead)), be) if lead else _coo(x, be)
     S = coo.sparse_dim
-    dev = coo.device
-    k, xp = kernels_for(dev), xp_for(dev)
+    k, xp = be.kernels, be.xp
     grow = [a for a in range(S) if coo.shape[a] != shape[a]]
     n = coo.nnz
-    with device_scope(dev):
+    with be.scope():
         coords, data = coo.coords, coo.data
         if grow:
             sizes = tuple(shape[a] for a in grow)
@@ -255,7 +267,7 @@ def broadcast_to(x, shape):
                 coords[a] = inner[r]
             data = xp.repeat(data, m, axis=0)
         data = xp.broadcast_to(data, (data.shape[0],) + tuple(shape[S:]))
-    return _new_coo(coords, data, shape, coo.fill_value, dev,
+    return _new_coo(coords, data, shape, coo.fill_value, be,
                     sorted=coo.sorted and not grow, unique=coo.unique)
 
 
@@ -277,13 +289,13 @@ def resize(x, new_shape):
     new_shape = check_shape(new_shape, "new_shape")
     if new_shape == x.shape:
         return x
-    coo = sparsify(x, x.ndim)
+    be = backend(x.device)
+    coo = sparsify(x, x.ndim, be=be)
     size = math.prod(new_shape)
-    dev = coo.device
-    k, xp = kernels_for(dev), xp_for(dev)
+    k, xp = be.kernels, be.xp
     if math.prod(coo.shape) >= _FITS or size >= _FITS:
         raise ValueError(f"resize supports sizes below 2**63, got {x.shape} -> {new_shape}")
-    with device_scope(dev):
+    with be.scope():
         keys = (k.linearize(coo.coords, coo.shape) if coo.ndim
                 else xp.zeros(coo.nnz, dtype=np.int64))
         keep = xp.nonzero(keys < size)[0]  # sync: entries that stay
@@ -291,7 +303,7 @@ def resize(x, new_shape):
         data = xp.take(coo.data, keep, axis=0)
         coords = k.delinearize(keys, new_shape) if new_shape else xp.zeros((0, keys.shape[0]), np.int64)
     if not new_shape:
-        data = _reduce_to_one(_new_coo(coords, data, (), coo.fill_value, dev, sorted=False, unique=False))
+        data = _reduce_to_one(_new_coo(coords, data, (), coo.fill_value, be, sorted=False, unique=False), be)
         coords = coords[:, : data.shape[0]]
-    return _new_coo(coords, data, new_shape, coo.fill_value, dev,
+    return _new_coo(coords, data, new_shape, coo.fill_value, be,
                     sorted=coo.sorted or not new_shape, unique=coo.unique or not new_shape)

@@ -11,7 +11,8 @@ import operator
 
 import numpy as np
 
-from gpusparse._device import device_scope, kernels_for, to_host, xp_for
+from gpusparse._backend import backend
+from gpusparse._device import to_host
 from gpusparse.ops import canonical
 from gpusparse.ops._validate import check_axis
 from gpusparse.ops.shape._common import _new_coo
@@ -78,12 +79,12 @@ def _split(x, bounds, axis):
     from gpusparse.ops.indexing.subscript import getitem
     lead = (slice(None),) * axis
     disjoint = all(max(a1, b1) <= a2 for (a1, b1), (a2, _) in zip(bounds[:-1], bounds[1:]))
+    be = backend(x.device)
     if x.format != "coo" or axis >= x.sparse_dim or len(bounds) <= 2 or not disjoint:
-        return [getitem(x, lead + (slice(a, max(a, b)),)) for a, b in bounds]
+        return [getitem(x, lead + (slice(a, max(a, b)),), be=be) for a, b in bounds]
     # one pass over the entries for many pieces: piece ids, a stable sort, cuts
-    dev = x.device
-    k, xp = kernels_for(dev), xp_for(dev)
-    with device_scope(dev):
+    k, xp = be.kernels, be.xp
+    with be.scope():
         starts = xp.asarray([a for a, _ in bounds], dtype=np.int64)
         stops = xp.asarray([max(a, b) for a, b in bounds], dtype=np.int64)
         c = x.coords[axis]
@@ -99,7 +100,7 @@ def _split(x, bounds, axis):
     for (a, b), count in zip(bounds, counts[: len(bounds)]):
         count = int(count)
         shape = x.shape[:axis] + (max(b - a, 0),) + x.shape[axis + 1:]
-        out.append(_new_coo(coords[:, at: at + count], data[at: at + count], shape, x.fill_value, dev,
+        out.append(_new_coo(coords[:, at: at + count], data[at: at + count], shape, x.fill_value, be,
                             sorted=x.sorted, unique=x.unique))
         at += count
     return out
