@@ -60,13 +60,19 @@ class ResolutionCounter:
 
 def _operands(device):
     """Small operands on ``device``: COO ``x``, ``y``, ``z``, their CSR ``xc``, ``zc``, a vector ``v``,
-    an uncoalesced COO ``u`` and ``w``, ``x`` with a leading axis of length one."""
+    an uncoalesced COO ``u``, ``w``, ``x`` with a leading axis of length one, a dense ``d`` of ``x``'s
+    shape, integer indices ``i`` along ``x``'s second axis, the softmax ``s`` of ``x`` and a
+    gradient ``g`` for its values."""
     x = gs.random((6, 5), density=0.5, seed=1, device=device, format="coo")
     y = gs.random((5, 4), density=0.5, seed=2, device=device, format="coo")
     z = gs.random((6, 5), density=0.5, seed=3, device=device, format="coo")
-    v = np.arange(5.0) if not device.is_cuda else cuda_module().arange(5.0)
+    xp = np if not device.is_cuda else cuda_module()
+    v = xp.arange(5.0)
     u = gs.COO([[0, 1, 0], [2, 3, 2]], [1.0, 2.0, 3.0], shape=(6, 5), device=device)
-    return types.SimpleNamespace(x=x, y=y, z=z, xc=x.tocsr(), zc=z.tocsr(), v=v, u=u, w=x[None])
+    s = gs.softmax(x, 1)
+    return types.SimpleNamespace(x=x, y=y, z=z, xc=x.tocsr(), zc=z.tocsr(), v=v, u=u, w=x[None],
+                                 d=xp.arange(30.0).reshape(6, 5), i=xp.zeros((6, 2), dtype=np.int64),
+                                 s=s, g=xp.ones(s.data.shape))
 
 
 #: Representative operations of every family that resolves its device once.
@@ -115,6 +121,20 @@ OPERATIONS = {
     "gs.triu(xc)": lambda o: gs.triu(o.xc),
     "gs.diagonal(x)": lambda o: gs.diagonal(o.x),
     "gs.diag(x)": lambda o: gs.diag(o.x),
+    # selection, softmax, masks, along an axis
+    "gs.topk(x, 2)": lambda o: gs.topk(o.x, 2),
+    "gs.softmax(x, 1)": lambda o: gs.softmax(o.x, 1),
+    "gs.log_softmax(xc, 0)": lambda o: gs.log_softmax(o.xc, 0),
+    "softmax_backward(s, g, 1)": lambda o: gs.ops.softmax.softmax_backward(o.s, o.g, 1),
+    "gs.sparse_mask(d, x)": lambda o: gs.sparse_mask(o.d, o.x),
+    "gs.diff(x, axis=1)": lambda o: gs.diff(o.x, axis=1),
+    "gs.take_along_axis(x, i, axis=1)": lambda o: gs.take_along_axis(o.x, o.i, axis=1),
+    "gs.isin(x, z)": lambda o: gs.isin(o.x, o.z),
+    # TF's operations
+    "gs.reorder(u)": lambda o: gs.reorder(o.u),
+    "gs.reset_shape(xc, (7, 6))": lambda o: gs.reset_shape(o.xc, (7, 6)),
+    "gs.fill_empty_rows(u, 1.0)": lambda o: gs.fill_empty_rows(o.u, 1.0),
+    "gs.retain(x, flags)": lambda o: gs.retain(o.x, o.x.data > 0.5),
 }
 
 

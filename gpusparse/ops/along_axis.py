@@ -12,8 +12,8 @@ import operator
 
 import numpy as np
 
-from gpusparse._device import device_scope, xp_for
-from gpusparse.ops import elementwise
+from gpusparse._backend import backend, backend_of
+from gpusparse.ops import canonical, convert, elementwise
 from gpusparse.ops._validate import check_axis
 
 __all__ = ["diff", "isin", "take_along_axis"]
@@ -53,7 +53,7 @@ def diff(x, /, *, axis=-1, n=1, prepend=None, append=None):
     array([[-1,  0, -2]])
     """
     from gpusparse.ops.indexing import getitem
-    from gpusparse.ops.shape import concatenate
+    from gpusparse.ops.shape.joining import concatenate_on
     _require_sparse(x, "diff")
     try:
         n = operator.index(n)
@@ -67,13 +67,15 @@ def diff(x, /, *, axis=-1, n=1, prepend=None, append=None):
     for argument, extra in (("prepend", prepend), ("append", append)):
         if extra is not None:
             _require_sparse(extra, "diff", argument)
-    parts = [p for p in (prepend, x, append) if p is not None]
-    if len(parts) > 1:
-        x = concatenate(parts, axis=axis)
+    named = [(name, p) for name, p in (("prepend", prepend), ("x", x), ("append", append)) if p is not None]
+    be = backend_of(*(p for _, p in named), what=tuple(name for name, _ in named))
+    if len(named) > 1:
+        x = concatenate_on([p for _, p in named], axis, be)
     step = np.not_equal if x.dtype == np.bool_ else np.subtract
     for _ in range(n):
-        x = elementwise.elemwise(step, getitem(x, _axis_slice(axis, slice(1, None))),
-                                 getitem(x, _axis_slice(axis, slice(None, -1))))
+        later = getitem(x, _axis_slice(axis, slice(1, None)), be=be)
+        earlier = getitem(x, _axis_slice(axis, slice(None, -1)), be=be)
+        x = elementwise.apply(step, elementwise.classify([later, earlier]), {}, be=be)
     return x
 
 
@@ -99,9 +101,10 @@ def take_along_axis(x, indices, /, *, axis=-1):
     if x.ndim == 0:
         raise ValueError("take_along_axis: x must have at least one dimension")
     axis = check_axis(axis, x.ndim)
-    xp = xp_for(x.device)
-    with device_scope(x.device):
-        index = indices.todense() if _is_sparse(indices) else xp.asarray(indices)
+    be = backend(x.device)
+    xp = be.xp
+    with be.scope():
+        index = convert.to_dense(indices, be=be) if _is_sparse(indices) else xp.asarray(indices)
         if index.dtype.kind not in "iu":
             raise IndexError(f"take_along_axis: indices must be integers, got dtype {index.dtype}")
         if index.ndim != x.ndim:
@@ -112,16 +115,16 @@ def take_along_axis(x, indices, /, *, axis=-1):
                 key.append(index.astype(np.int64, copy=False))
             else:
                 key.append(xp.arange(size, dtype=np.int64).reshape((-1,) + (1,) * (x.ndim - d - 1)))
-    return getitem(x, tuple(key))
+    return getitem(x, tuple(key), be=be)
 
 
-def _member_values(x2, dev):
-    """The distinct-or-not values of ``x2`` as a flat array on ``dev``: stored values, plus the fill if unstored."""
-    xp = xp_for(dev)
-    with device_scope(dev):
+def _member_values(x2, be):
+    """The distinct-or-not values of ``x2`` as a flat array on ``be``'s device: stored values, plus the fill if unstored."""
+    xp = be.xp
+    with be.scope():
         if not _is_sparse(x2):
             return xp.asarray(x2).reshape(-1)
-        values = x2.coalesce().data.reshape(-1)  # duplicates hold their sum
+        values = _coalesced(x2, be).data.reshape(-1)  # duplicates hold their sum
         if values.size < x2.size:  # some element is not stored: it holds the fill value
             values = xp.concatenate([values, xp.asarray([x2.fill_value], dtype=values.dtype)])
         return values
@@ -153,14 +156,15 @@ def isin(x1, x2, /, *, invert=False):
         if not np.isscalar(x1):
             raise TypeError(f"isin: x1 must be a gpusparse array or a scalar, got {type(x1).__name__}")
         x1 = full((), x1, dtype=np.result_type(x1), device=x2.device)
-    x1 = x1.coalesce()  # an element's value is the sum of its duplicates
     dev = x1.device
+    be = backend(dev)
+    x1 = _coalesced(x1, be)  # an element's value is the sum of its duplicates
     if _is_sparse(x2) and x2.device != dev:
         raise ValueError(f"isin: x1 is on {dev} and x2 on {x2.device}; move one explicitly with .to(device)")
-    xp = xp_for(dev)
-    values = _member_values(x2, dev)
+    xp = be.xp
+    values = _member_values(x2, be)
     invert = bool(invert)
-    with device_scope(dev):
+    with be.scope():
         hit = xp.isin(x1.data, values, invert=invert)
         fill = bool(xp.isin(xp.asarray(x1.fill_value), values, invert=invert))  # sync: one bool
     if isinstance(x1, COO):
@@ -168,4 +172,9 @@ def isin(x1, x2, /, *, invert=False):
                               unique=x1.unique)
     else:
         out = type(x1)._from_parts(x1.indptr, x1.indices, hit, x1.shape, np.bool_(fill), dev)
-    return elementwise.prune(out)
+    return elementwise.assembly.prune_on(out, be)
+
+
+def _coalesced(x, be):
+    """``x`` with each element stored at most once (``x.coalesce()``), on backend ``be``."""
+    return canonical.coalesce(x, be=be) if x.format == "coo" else x

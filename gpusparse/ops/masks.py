@@ -11,7 +11,8 @@ import math
 import numpy as np
 
 from gpusparse._components import to_array
-from gpusparse._device import array_device, device_scope, kernels_for, to_device_array, xp_for
+from gpusparse._backend import backend
+from gpusparse._device import array_device, to_device_array
 from gpusparse._dtypes import check_value_dtype, normalize_fill_value
 from gpusparse.ops import canonical, convert
 
@@ -59,13 +60,14 @@ def sparse_mask(dense, mask, *, fill_value=None):
     if tuple(arr.shape) != mask.shape:
         raise ValueError(f"dense has shape {tuple(arr.shape)} but mask has shape {mask.shape}")
     fill = normalize_fill_value(fill_value, arr.dtype)
-    k, xp = kernels_for(dev), xp_for(dev)
+    be = backend(dev)
+    k, xp = be.kernels, be.xp
     S = mask.sparse_dim
     if mask.format != "coo":
-        pattern = convert.compressed_to_coo(mask)
+        pattern = convert.compressed_to_coo(mask, be=be)
     else:
-        pattern = mask if mask.unique else _unique_pattern(mask)
-    with device_scope(dev):
+        pattern = mask if mask.unique else _unique_pattern(mask, be)
+    with be.scope():
         rows = arr.reshape((math.prod(mask.shape[:S]), math.prod(mask.shape[S:])))
         if S and pattern.nnz:
             keys = _keys(pattern.coords, mask.shape[:S], k, xp)
@@ -85,12 +87,11 @@ def _keys(coords, shape, k, xp):
     raise ValueError(f"sparse_mask needs a sparse shape below 2**63 elements, got {shape}")
 
 
-def _unique_pattern(mask):
+def _unique_pattern(mask, be):
     """``mask``'s distinct coordinates, sorted (values are irrelevant: a cheap dtype is coalesced)."""
     from gpusparse.containers import COO
-    xp = xp_for(mask.device)
-    with device_scope(mask.device):
-        ones = xp.zeros((mask.nnz,), dtype=np.uint8)
+    with be.scope():
+        ones = be.xp.zeros((mask.nnz,), dtype=np.uint8)
     probe = COO._from_parts(mask.coords, ones, mask.shape[: mask.sparse_dim], np.uint8(0), mask.device,
                             sorted=mask.sorted, unique=False)
-    return canonical.coalesce(probe)
+    return canonical.coalesce(probe, be=be)

@@ -28,7 +28,8 @@ import operator
 
 import numpy as np
 
-from gpusparse._device import device_scope, kernels_for, to_host, xp_for
+from gpusparse._backend import backend
+from gpusparse._device import to_host
 from gpusparse.ops import canonical
 from gpusparse.ops._validate import check_axis
 
@@ -158,12 +159,12 @@ def topk(x, k, axis=-1, largest=True, sorted=True):
     if n_slices * (n + 1) >= 2**63:
         raise ValueError(f"topk: x has shape {x.shape}, too many elements for 63-bit keys")
     out_shape = x.shape[:axis] + (kk,) + x.shape[axis + 1:]
-    dev = x.device
-    kern, xp = kernels_for(dev), xp_for(dev)
-    with device_scope(dev):
+    be = backend(x.device)
+    kern, xp = be.kernels, be.xp
+    with be.scope():
         if n_slices * kk == 0:
             return xp.empty(out_shape, dtype=x.dtype), xp.empty(out_shape, dtype=np.int64)
-        coo = sparsify(canonical.coalesce(as_coo(x)), x.ndim)
+        coo = sparsify(canonical.coalesce(as_coo(x, be=be), be=be), x.ndim, be=be)
         fill = coo.fill_value
         # stored entries by (slice, index): keys slice * n + index
         keys, perm, _ = canonical.sorted_keys(coo.coords[kept + [axis]], kept_shape + (n,), kern, xp)

@@ -22,7 +22,8 @@ import math
 
 import numpy as np
 
-from gpusparse._device import device_scope, kernels_for, to_host, xp_for
+from gpusparse._backend import backend
+from gpusparse._device import to_host
 from gpusparse.ops import canonical, convert
 from gpusparse.ops._validate import check_axis
 
@@ -73,10 +74,10 @@ def softmax_backward(y, grad, axis=-1, log=False):
     [0.25, -0.25, 0.0]
     """
     axis = check_axis(axis, y.ndim)
-    dev = y.device
-    k, xp = kernels_for(dev), xp_for(dev)
+    be = backend(y.device)
+    k, xp = be.kernels, be.xp
     S = y.sparse_dim
-    with device_scope(dev), np.errstate(invalid="ignore", over="ignore"):
+    with be.scope(), np.errstate(invalid="ignore", over="ignore"):
         values = y.data
         grad = xp.asarray(grad, dtype=values.dtype).reshape(values.shape)
         p = xp.exp(values) if log else values
@@ -87,7 +88,7 @@ def softmax_backward(y, grad, axis=-1, log=False):
             return xp.zeros_like(values)
         else:
             width = math.prod(values.shape[1:])
-            starts, perm, group = _groups(y, axis, k, xp)
+            starts, perm, group = _groups(y, axis, be)
             total = k.segment_reduce(xp.ascontiguousarray(weighted.reshape(y.nnz, width)), starts, "sum", perm)
             total = xp.take(total, group, axis=0).reshape(values.shape)
         return xp.ascontiguousarray(grad - p * total if log else values * (grad - total))
@@ -108,16 +109,16 @@ def _softmax(x, axis, log):
     axis = check_axis(axis, x.ndim)
     dtype = _float_dtype(x.dtype)
     fill = dtype.type(-np.inf if log else 0)
-    y = x if x.format != "coo" else canonical.coalesce(x)
-    dev = x.device
-    k, xp = kernels_for(dev), xp_for(dev)
+    be = backend(x.device)
+    y = x if x.format != "coo" else canonical.coalesce(x, be=be)
+    xp = be.xp
     S = y.sparse_dim
-    with device_scope(dev), np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+    with be.scope(), np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         values = y.data.astype(dtype, copy=False)
         if axis >= S:
             out = _dense_softmax(values, axis - S + 1, log, xp)
         else:
-            out = _sparse_softmax(y, values, axis, log, k, xp)
+            out = _sparse_softmax(y, values, axis, log, be)
         out = xp.ascontiguousarray(out)
     return convert.rebuild(y, convert.components(y)[:-1] + (out,), fill_value=fill)
 
@@ -132,13 +133,15 @@ def _dense_softmax(values, axis, log, xp):
     return shifted - xp.log(total) if log else xp.exp(shifted) / total
 
 
-def _sparse_softmax(y, values, axis, log, k, xp):
+def _sparse_softmax(y, values, axis, log, be):
+    """(Log-)softmax of the stored ``values`` of ``y`` along a sparse ``axis``, on backend ``be``."""
+    k, xp = be.kernels, be.xp
     n = y.nnz
     width = math.prod(values.shape[1:])
     flat = values.reshape(n, width)
     if n == 0:
         return values
-    starts, perm, group = _groups(y, axis, k, xp)
+    starts, perm, group = _groups(y, axis, be)
     top = k.segment_reduce(flat, starts, "max", perm)
     top = xp.where(xp.isfinite(top), top, xp.zeros((), dtype=top.dtype))
     shifted = flat - xp.take(top, group, axis=0)
@@ -149,17 +152,18 @@ def _sparse_softmax(y, values, axis, log, k, xp):
     return out.reshape(values.shape)
 
 
-def _groups(y, axis, k, xp):
-    """Lines along ``axis``: ``(starts, perm, group)`` with ``group[i]`` the line of entry ``i``.
+def _groups(y, axis, be):
+    """Lines along ``axis``: ``(starts, perm, group)`` with ``group[i]`` the line of entry ``i``, on backend ``be``.
 
     ``perm`` (None when the entries of a line are already contiguous) lists
     the entries line by line for ``segment_reduce``.
     """
+    k, xp = be.kernels, be.xp
     n = y.nnz
     if y.format != "coo" and axis == 1 - y._major_axis:  # CSR rows / CSC columns: indptr
         starts = y.indptr.astype(np.int64)
         return starts, None, k.expand(starts, n)
-    coo = y if y.format == "coo" else convert.compressed_to_coo(y)
+    coo = y if y.format == "coo" else convert.compressed_to_coo(y, be=be)
     S = coo.sparse_dim
     lines = math.prod(coo.shape[: S - 1])
     if coo.sorted and axis == S - 1 and lines <= 4 * n + (1 << 16):

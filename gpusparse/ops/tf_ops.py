@@ -15,7 +15,8 @@ import operator
 import numpy as np
 
 from gpusparse._components import to_array
-from gpusparse._device import array_device, device_scope, kernels_for, to_device_array, to_host, xp_for
+from gpusparse._backend import backend, backend_of
+from gpusparse._device import array_device, to_device_array, to_host
 from gpusparse._dtypes import normalize_fill_value
 from gpusparse.ops import canonical, convert
 from gpusparse.ops._validate import check_shape
@@ -23,8 +24,9 @@ from gpusparse.ops._validate import check_shape
 __all__ = ["fill_empty_rows", "merge", "reorder", "reset_shape", "retain", "to_indicator"]
 
 
-def _coo(x):
-    return x if x.format == "coo" else convert.compressed_to_coo(x)
+def _coo(x, be):
+    """The COO view of ``x`` (itself when COO), on backend ``be``."""
+    return x if x.format == "coo" else convert.compressed_to_coo(x, be=be)
 
 
 def _check_sparse(x, argument):
@@ -47,7 +49,7 @@ def reorder(x):
     ([[0, 1], [0, 3], [2, 0], [3, 1]], [1, 2, 3, 4])
     """
     _check_sparse(x, "x")
-    return x if x.format != "coo" else canonical.reorder(x)
+    return x if x.format != "coo" else canonical.reorder(x, be=backend(x.device))
 
 
 def reset_shape(x, new_shape=None):
@@ -77,13 +79,13 @@ def reset_shape(x, new_shape=None):
     (2, 3, 6)
     """
     _check_sparse(x, "x")
-    coo = _coo(x)
+    be = backend(x.device)
+    coo = _coo(x, be)
     S = coo.sparse_dim
-    dev = coo.device
-    xp = xp_for(dev)
+    dev, xp = be.device, be.xp
     if new_shape is None:
         if coo.nnz and S:
-            with device_scope(dev):
+            with be.scope():
                 top = to_host(coo.coords.max(axis=1))  # sync: the bounding box
             sparse_shape = tuple(int(t) + 1 for t in top)
         else:
@@ -104,14 +106,14 @@ def reset_shape(x, new_shape=None):
     from gpusparse.containers import COO
     if shape[S:] != coo.shape[S:]:
         from gpusparse.ops.shape._common import _for_padding
-        coo = _for_padding(coo)
+        coo = _for_padding(coo, be)
     data = coo.data
     if shape[S:] != coo.shape[S:]:
-        with device_scope(dev):
+        with be.scope():
             data = xp.pad(data, [(0, 0)] + [(0, n - o) for n, o in zip(shape[S:], coo.shape[S:])],
                           mode="constant", constant_values=coo.fill_value)
     out = COO._from_parts(coo.coords, data, shape, coo.fill_value, dev, sorted=coo.sorted, unique=coo.unique)
-    return convert.asformat(out, x.format) if x.format != "coo" else out
+    return convert.asformat(out, x.format, be=be) if x.format != "coo" else out
 
 
 def fill_empty_rows(x, default_value):
@@ -143,11 +145,11 @@ def fill_empty_rows(x, default_value):
     if x.sparse_dim == 0:
         raise ValueError("fill_empty_rows needs at least one sparse dimension")
     value = normalize_fill_value(default_value, x.dtype) if np.ndim(default_value) == 0 else None
-    dev = x.device
-    k, xp = kernels_for(dev), xp_for(dev)
+    be = backend(x.device)
+    dev, k, xp = be.device, be.kernels, be.xp
     n_rows = x.shape[0]
     from gpusparse.containers import COO
-    with device_scope(dev):
+    with be.scope():
         if value is None:
             block, _ = to_array(default_value, "default_value")
             block = to_device_array(block, dev) if array_device(block) != dev else block
@@ -157,7 +159,7 @@ def fill_empty_rows(x, default_value):
         if x.format == "csr":
             counts = xp.diff(x.indptr.astype(np.int64))
         else:
-            coo = reorder(_coo(x))
+            coo = canonical.reorder(_coo(x, be), be=be)
             counts = xp.bincount(coo.coords[0], minlength=n_rows)[:n_rows] if n_rows else xp.zeros(0, np.int64)
         empty = counts == 0
         missing = xp.nonzero(empty)[0]  # sync: number of empty rows
@@ -169,7 +171,7 @@ def fill_empty_rows(x, default_value):
         if n_new == 0:
             return x, empty
         if x.format == "csr":
-            coo = convert.compressed_to_coo(x)
+            coo = convert.compressed_to_coo(x, be=be)
         # merge the new entries into the row-major order without a sort: an
         # empty row r goes where the entries of rows >= r begin
         ends = k.offsets(counts)
@@ -184,7 +186,7 @@ def fill_empty_rows(x, default_value):
         data[old_pos] = coo.data
         data[new_pos] = block
     out = COO._from_parts(coords, data, x.shape, x.fill_value, dev, sorted=True, unique=coo.unique)
-    return (convert.asformat(out, x.format) if x.format != "coo" else out), empty
+    return (convert.asformat(out, x.format, be=be) if x.format != "coo" else out), empty
 
 
 def to_indicator(x, vocab_size):
@@ -211,10 +213,10 @@ def to_indicator(x, vocab_size):
     ((2, 3, 200), [(0, 0, 0), (0, 1, 10), (1, 0, 103), (1, 1, 149), (1, 1, 150), (1, 2, 121)])
     """
     _check_sparse(x, "x")
-    ids, prefix, shape = _ids(x, vocab_size, "x")
-    dev = x.device
-    k, xp = kernels_for(dev), xp_for(dev)
-    with device_scope(dev):
+    be = backend(x.device)
+    ids, prefix, shape = _ids(x, vocab_size, "x", be)
+    k, xp = be.kernels, be.xp
+    with be.scope():
         out = xp.zeros(int(np.prod(shape)), dtype=bool)
         if ids.shape[0]:
             keys = k.linearize(xp.ascontiguousarray(xp.concatenate([prefix, ids.reshape(1, -1)])), shape)
@@ -222,8 +224,8 @@ def to_indicator(x, vocab_size):
     return out.reshape(shape)
 
 
-def _ids(x, vocab_size, argument):
-    """Validated ids of ``x`` (int64), its coordinates but the last, and the output shape."""
+def _ids(x, vocab_size, argument, be):
+    """Validated ids of ``x`` (int64), its coordinates but the last, and the output shape, on backend ``be``."""
     if x.dtype.kind not in "iu":
         raise TypeError(f"{argument} must hold integer ids, got {x.dtype.name}")
     if x.dense_dim:
@@ -233,9 +235,9 @@ def _ids(x, vocab_size, argument):
     vocab_size = operator.index(vocab_size)
     if vocab_size < 0:
         raise ValueError(f"vocab_size must be non-negative, got {vocab_size}")
-    coo = _coo(x)
-    xp = xp_for(x.device)
-    with device_scope(x.device):
+    coo = _coo(x, be)
+    xp = be.xp
+    with be.scope():
         ids = coo.data.astype(np.int64)
         if coo.nnz:
             lo, hi = (int(v) for v in to_host(xp.stack([ids.min(), ids.max()])))  # sync: id range
@@ -288,22 +290,21 @@ def merge(sp_ids, sp_values, vocab_size):
                 f"sp_ids{f'[{i}]' if many else ''} (shape {ids.shape}, nnz {ids.nnz}) and sp_values "
                 f"(shape {sp_values.shape}, nnz {sp_values.nnz}) must hold the same entries"
             )
-    from gpusparse._device import device_of
-    dev = device_of(sp_values, *id_list)
-    xp = xp_for(dev)
+    be = backend_of(sp_values, *id_list)
+    dev, xp = be.device, be.xp
     rows, prefix = [], None
     for i, (ids, size) in enumerate(zip(id_list, sizes)):
-        values, pre, _ = _ids(ids, size, f"sp_ids[{i}]" if many else "sp_ids")
+        values, pre, _ = _ids(ids, size, f"sp_ids[{i}]" if many else "sp_ids", be)
         prefix = pre if prefix is None else prefix
         rows.append(values.reshape(1, -1))
-    values = _coo(sp_values)
+    values = _coo(sp_values, be)
     if sp_values.dense_dim:
         raise ValueError(f"sp_values must have no dense dimensions, got dense_dim={sp_values.dense_dim}")
-    with device_scope(dev):
+    with be.scope():
         coords = xp.ascontiguousarray(xp.concatenate([prefix] + rows))
     shape = sp_values.shape[:-1] + tuple(operator.index(s) for s in sizes)
     out = COO._from_parts(coords, values.data, shape, values.fill_value, dev, sorted=False, unique=False)
-    return canonical.reorder(out)
+    return canonical.reorder(out, be=be)
 
 
 def retain(x, to_retain):
@@ -332,4 +333,4 @@ def retain(x, to_retain):
         raise TypeError(f"to_retain must be a bool array, got {flags.dtype.name}")
     if flags.shape != (x.nnz,):
         raise ValueError(f"to_retain must have shape (nnz,) = ({x.nnz},), got {flags.shape}")
-    return convert.keep_entries(x, flags)
+    return convert.keep_entries(x, flags, be=backend(dev))

@@ -101,15 +101,19 @@ def _zero_d_operands(operands, name):
     return [op if p is None else Operand("sparse", p, op.name) for op, p in zip(operands, promoted)]
 
 
-def apply(func, operands, kwargs, *, keep_fill_entries=False):
-    """:func:`elemwise` on classified operands (see :func:`classify`)."""
+def apply(func, operands, kwargs, *, keep_fill_entries=False, be=None):
+    """:func:`elemwise` on classified operands (see :func:`classify`).
+
+    ``be`` is the backend of the operands' one device, when the caller has
+    resolved it already (and so checked that they share it).
+    """
     name = _func_name(func)
     sparse = [op for op in operands if op.kind == "sparse"]
     if not sparse:
         operands = _zero_d_operands(operands, name)
         sparse = [op for op in operands if op.kind == "sparse"]
     dense = [op for op in operands if op.kind == "dense"]
-    be = backend_of(*(op.value for op in sparse + dense), what=tuple(op.name for op in sparse + dense))
+    be = be or backend_of(*(op.value for op in sparse + dense), what=tuple(op.name for op in sparse + dense))
     xp = be.xp
     shape = broadcast_shapes([op.shape for op in sparse + dense], [op.name for op in sparse + dense])
     try:
