@@ -16,7 +16,7 @@
 
 #define GS_MM_THREADS 256
 
-// Reduction codes of gs_csr_spmm_reduce; the order matches
+// Reduction codes of the gs_csr_spmm_reduce_* kernels; the order matches
 // gpusparse._kernels.SPMM_REDUCE_OPS.
 #define GS_MM_SUM 0
 #define GS_MM_MEAN 1
@@ -96,35 +96,120 @@ __global__ void __launch_bounds__(GS_MM_THREADS) gs_csr_spmm(
     }
 }
 
-// gs_csr_spmm_reduce: out[r, c] = OP over p in row r of data[p] * b[indices[p], c]
-// (each product rounded to T first, so integers wrap before max/min compare);
-// 0 for a row without entries.
+// SpMM with a reduction over each row's terms, load-balanced: a row's terms
+// are cut into chunks of at most `chunk` entries, so one long row
+// (power-law graphs) is spread over many threads instead of serialising one.
 //
-// Thread mapping: as gs_csr_spmm, one thread per output element.
+//   out[r, c] = OP over p in row r of data[p] * b[indices[p], c]
+//
+// (each product rounded to T first, so integers wrap before max/min compare);
+// 0 for a row without entries. Three launches:
+//
+//   gs_csr_chunk_counts        chunks[r] = ceil(len_r / chunk); spilled[r] =
+//                              chunks[r] when it is more than 1, else 0;
+//   (exclusive scans on the host side give chunk_ptr and slot_ptr, m + 1 each)
+//   gs_csr_spmm_reduce_chunks  one thread per (chunk, column): the chunk's fold;
+//                              a row of one chunk is finished into out, the
+//                              chunks of longer rows go to partial[slot, c];
+//   gs_csr_spmm_reduce_rows    one thread per (row, column) of a row of several
+//                              chunks (or none): folds its partials into out.
+//
+// Thread mapping of the fold kernels: consecutive threads take consecutive
+// columns of one chunk or row (coalesced reads of b and writes of out). The
+// second fold combines partial results in chunk order, so a sum adds the
+// chunks' sums (floating-point rounding differs from one sequential fold).
 // Preconditions: as gs_csr_spmm; OP one of GS_MM_*; GS_MM_MEAN only for
 // inexact T, GS_MM_MAX / GS_MM_MIN only for real T (NaN propagates, as
-// np.maximum / np.minimum).
+// np.maximum / np.minimum); chunk >= 1. The grid and the partials are sized
+// by bounds (n_chunk_bound, n_slot_bound) that hold for a monotone indptr;
+// where a malformed one's overlapping rows outgrow them, the rows kernel folds
+// those rows itself, so every row gets its clipped range's result and nothing
+// is read or written outside the buffers (chunk numbers are clipped into
+// [0, n_chunk_bound), slots outside [0, n_slot_bound) are never written).
+
+template <typename I>
+__global__ void __launch_bounds__(GS_MM_THREADS) gs_csr_chunk_counts(
+    const I* __restrict__ indptr, long long nnz, long long m, long long chunk, long long* __restrict__ chunks,
+    long long* __restrict__ spilled) {
+    for (long long r = gs_global_thread(); r < m; r += gs_grid_stride()) {
+        long long lo, hi;
+        gs_row_range<I>(indptr, r, nnz, lo, hi);
+        const long long count = (hi - lo + chunk - 1) / chunk;
+        chunks[r] = count;
+        spilled[r] = count > 1 ? count : 0;
+    }
+}
+
 template <typename T, typename I, int OP>
-__global__ void __launch_bounds__(GS_MM_THREADS) gs_csr_spmm_reduce(
+__global__ void __launch_bounds__(GS_MM_THREADS) gs_csr_spmm_reduce_chunks(
     const I* __restrict__ indptr, const I* __restrict__ indices, const T* __restrict__ data, long long nnz,
-    const T* __restrict__ b, long long k, T* __restrict__ out, long long m, long long n) {
+    const T* __restrict__ b, long long k, const long long* __restrict__ chunk_ptr,
+    const long long* __restrict__ slot_ptr, long long chunk, long long n_chunk_bound, long long n_slot_bound,
+    T* __restrict__ partial, T* __restrict__ out, long long m, long long n) {
+    typedef gs_mm_reduce<T, OP> R;
+    const long long n_chunks = gs_clamp(chunk_ptr[m], 0, n_chunk_bound);
+    const long long total = n_chunks * n;
+    for (long long t = gs_global_thread(); t < total; t += gs_grid_stride()) {
+        const long long q = t / n;
+        const long long c = t - q * n;
+        const long long r = gs_clamp(gs_upper_bound<long long>(chunk_ptr, 0, m + 1, q) - 1, 0, m - 1);
+        const long long first = chunk_ptr[r];
+        const long long j = q >= first ? q - first : 0;
+        long long lo, hi;
+        gs_row_range<I>(indptr, r, nnz, lo, hi);
+        const long long p0 = j < (hi - lo) / chunk + 1 ? gs_clamp(lo + j * chunk, lo, hi) : hi;
+        const long long p1 = p0 + chunk < hi ? p0 + chunk : hi;
+        T acc = R::identity();
+        for (long long p = p0; p < p1; ++p) {
+            const long long row_b = gs_clip_index(static_cast<long long>(indices[p]), k);
+            acc = R::combine(acc, gs_mul<T>(data[p], b[row_b * n + c]));
+        }
+        if (chunk_ptr[r + 1] - first <= 1) {
+            out[r * n + c] = R::finish(acc, hi - lo);
+        } else {
+            const long long slot = slot_ptr[r] + j;
+            if (slot >= 0 && slot < n_slot_bound) partial[slot * n + c] = acc;
+        }
+    }
+}
+
+template <typename T, typename I, int OP>
+__global__ void __launch_bounds__(GS_MM_THREADS) gs_csr_spmm_reduce_rows(
+    const I* __restrict__ indptr, const I* __restrict__ indices, const T* __restrict__ data, long long nnz,
+    const T* __restrict__ b, long long k, const long long* __restrict__ chunk_ptr,
+    const long long* __restrict__ slot_ptr, long long n_chunk_bound, long long n_slot_bound,
+    const T* __restrict__ partial, T* __restrict__ out, long long m, long long n) {
     typedef gs_mm_reduce<T, OP> R;
     const long long total = m * n;
     for (long long t = gs_global_thread(); t < total; t += gs_grid_stride()) {
         const long long r = t / n;
         const long long c = t - r * n;
-        long long start, end;
-        gs_row_range<I>(indptr, r, nnz, start, end);
-        if (start == end) {
+        const long long q0 = chunk_ptr[r];
+        const long long count = chunk_ptr[r + 1] - q0;
+        const long long s0 = slot_ptr[r];
+        // Every chunk of the row had a thread (and a slot) in gs_csr_spmm_reduce_chunks: always so
+        // for a monotone indptr, whose rows hold nnz entries in all.
+        const bool folded = q0 >= 0 && count >= 0 && q0 + count <= n_chunk_bound;
+        if (folded && count == 1) continue;  // finished by gs_csr_spmm_reduce_chunks
+        long long lo, hi;
+        gs_row_range<I>(indptr, r, nnz, lo, hi);
+        T acc = R::identity();
+        if (folded && count == 0) {
             out[t] = gs_zero<T>();
             continue;
+        } else if (folded && s0 >= 0 && s0 + count <= n_slot_bound) {
+            for (long long i = 0; i < count; ++i) acc = R::combine(acc, partial[(s0 + i) * n + c]);
+        } else {  // overlapping rows of a malformed indptr outgrew the bounds: fold the row here
+            if (hi == lo) {
+                out[t] = gs_zero<T>();
+                continue;
+            }
+            for (long long p = lo; p < hi; ++p) {
+                const long long row_b = gs_clip_index(static_cast<long long>(indices[p]), k);
+                acc = R::combine(acc, gs_mul<T>(data[p], b[row_b * n + c]));
+            }
         }
-        T acc = R::identity();
-        for (long long p = start; p < end; ++p) {
-            const long long row_b = gs_clip_index(static_cast<long long>(indices[p]), k);
-            acc = R::combine(acc, gs_mul<T>(data[p], b[row_b * n + c]));
-        }
-        out[t] = R::finish(acc, end - start);
+        out[t] = R::finish(acc, hi - lo);
     }
 }
 
@@ -132,10 +217,13 @@ __global__ void __launch_bounds__(GS_MM_THREADS) gs_csr_spmm_reduce(
 #define GS_INST_SPMM(T, I)                                                                        \
     template __global__ void gs_csr_spmm<T, I>(const I*, const I*, const T*, long long, const T*, \
                                                long long, T*, long long, long long, T, T, int);
-#define GS_INST_REDUCE(T, I, OP)                                                                  \
-    template __global__ void gs_csr_spmm_reduce<T, I, OP>(const I*, const I*, const T*, long long, \
-                                                          const T*, long long, T*, long long,       \
-                                                          long long);
+#define GS_INST_REDUCE(T, I, OP)                                                                         \
+    template __global__ void gs_csr_spmm_reduce_chunks<T, I, OP>(                                        \
+        const I*, const I*, const T*, long long, const T*, long long, const long long*, const long long*, \
+        long long, long long, long long, T*, T*, long long, long long);                                  \
+    template __global__ void gs_csr_spmm_reduce_rows<T, I, OP>(                                          \
+        const I*, const I*, const T*, long long, const T*, long long, const long long*, const long long*, \
+        long long, long long, const T*, T*, long long, long long);
 #define GS_INST_REAL(T, I)         \
     GS_INST_SPMM(T, I)             \
     GS_INST_REDUCE(T, I, GS_MM_SUM) \
@@ -163,4 +251,8 @@ __global__ void __launch_bounds__(GS_MM_THREADS) gs_csr_spmm_reduce(
     GS_INST_INEXACT(gs_complex128, I)
 GS_INST_INDEX(int)
 GS_INST_INDEX(long long)
+template __global__ void gs_csr_chunk_counts<int>(const int*, long long, long long, long long, long long*,
+                                                  long long*);
+template __global__ void gs_csr_chunk_counts<long long>(const long long*, long long, long long, long long,
+                                                        long long*, long long*);
 #endif

@@ -76,7 +76,13 @@ def test_transposed_products_of_hostile_structures(device, k, rng, case, dtype):
 
 @pytest.mark.parametrize("case", INDPTR_CASES)
 @pytest.mark.parametrize("op", ["sum", "mean", "max"])
-def test_spmm_reduce_clips_rows_and_columns(device, k, rng, case, op):
+@pytest.mark.parametrize("chunk", [None, 1, 2])
+def test_spmm_reduce_clips_rows_and_columns(device, k, rng, case, op, chunk, monkeypatch):
+    if chunk is not None:  # the CUDA kernels' chunks of rows (default 128: one chunk a row here)
+        if not device.is_cuda:
+            pytest.skip("the CPU kernels do not cut rows into chunks")
+        from gpusparse._kernels.cuda import _linalg as cuda_linalg
+        monkeypatch.setattr(cuda_linalg, "SPMM_REDUCE_CHUNK", chunk)
     indptr, indices, data = _csr(rng, case)
     data = data.astype(np.float64)
     m, k_dim = indptr.size - 1, 5

@@ -203,6 +203,36 @@ def test_spmm_reduce_primitive(device, dtype, op, rng):
     assert_product(out, expected, bound)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("chunk", [1, 2, 3, 7, 128])
+@pytest.mark.parametrize("op", ["sum", "mean", "max", "min"])
+def test_spmm_reduce_chunks_of_long_rows(device, chunk, op, rng, monkeypatch):
+    """The CUDA kernels cut rows into chunks: rows of 0, 1, exactly ``chunk`` and many chunks, skewed."""
+    if not device.is_cuda:
+        pytest.skip("the CPU kernels split rows by threads, not chunks")
+    from gpusparse._kernels.cuda import _linalg as cuda_linalg
+    monkeypatch.setattr(cuda_linalg, "SPMM_REDUCE_CHUNK", chunk)
+    k = kernels_for(device)
+    lengths = np.array([0, 1, chunk, chunk + 1, 2 * chunk, 0, 5 * chunk + 3, 300, 2, 0])  # a power-law-like mix
+    m, k_dim, n = lengths.size, 40, 3
+    indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    indices = rng.integers(0, k_dim, size=int(indptr[-1])).astype(np.int64)
+    dtype = np.dtype(np.float64) if op == "mean" else np.dtype(np.int64)
+    data = _values(rng, indices.size, dtype)
+    b = _values(rng, k_dim, dtype, (n,))
+    out = to_host(k.spmm_reduce(put(indptr, device), put(indices, device), put(data, device), (m, k_dim),
+                                put(b, device), op))
+    expected = np.zeros((m, n), dtype=dtype)
+    for r in range(m):
+        terms = data[indptr[r]:indptr[r + 1], None] * b[indices[indptr[r]:indptr[r + 1]]]
+        if terms.size:
+            expected[r] = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min}[op](terms, axis=0)
+    if dtype.kind == "f":
+        np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-12)
+    else:  # integer sums wrap identically in any order
+        np.testing.assert_array_equal(out, expected)
+
+
 def test_cpu_primitives_split_across_threads(monkeypatch, rng):
     """The multi-range (threaded) path of every CPU primitive, forced on small inputs."""
     import numba

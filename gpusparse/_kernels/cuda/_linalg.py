@@ -14,7 +14,9 @@ Dispatch, per call, on what cuSPARSE takes (``_cusparse.SUPPORT``):
   :class:`~gpusparse.GpuSparseEfficiencyWarning` saying what to change.
 * ``sddmm`` and ``spmm_reduce``: always the hand-written kernels
   (``sddmm.cu``, ``spmm.cu``): CuPy binds no cusparseSDDMM, and cuSPARSE has
-  no reduced SpMM.
+  no reduced SpMM. ``spmm_reduce`` is load-balanced: rows are cut into
+  chunks of at most :data:`SPMM_REDUCE_CHUNK` entries, so a long row is
+  folded by many threads.
 
 Memory safety whatever the values of ``indptr`` and ``indices`` holds for
 the hand-written kernels and the expand-sort-compress product (pointers
@@ -255,8 +257,14 @@ def spmm(indptr, indices, data, shape, b, out, alpha=1, beta=0, trans="N"):
 # SpMM with a reduction, SDDMM
 # --------------------------------------------------------------------------
 
+#: Row entries per chunk of the load-balanced ``spmm_reduce``: a row of more entries is
+#: folded by several threads per output column, then its partial results by one.
+SPMM_REDUCE_CHUNK = 128
+
+
 def spmm_reduce(indptr, indices, data, shape, b, op):
     """Canonical CSR of ``shape``; b (k, n) C-contiguous of data's dtype; op in sum/mean/max/min; not validated."""
+    import gpusparse._kernels.cuda._primitives as k
     m, n = int(shape[0]), int(b.shape[1])
     if b.shape[0] == 0 or indices.shape[0] == 0:  # no term to read: every row is empty
         return cupy.zeros((m, n), dtype=data.dtype)
@@ -264,10 +272,27 @@ def spmm_reduce(indptr, indices, data, shape, b, op):
     if out.size == 0:
         return out
     indptr, indices = _index_pair(indptr, indices)
-    kernel = get_function("spmm", "gs_csr_spmm_reduce", (data.dtype, indptr.dtype, _REDUCE_CODES[op]))
-    kernel((_blocks(m * n),), (_THREADS,),
-           (indptr, indices, cupy.ascontiguousarray(data), np.int64(indices.size), cupy.ascontiguousarray(b),
-            np.int64(b.shape[0]), out, np.int64(m), np.int64(n)))
+    nnz, chunk = int(indices.size), SPMM_REDUCE_CHUNK
+    # Chunks per row, and slots of partial results for the rows of several chunks (no sync: the
+    # grid and the partials are sized by bounds the host knows -- at most m + nnz / chunk chunks,
+    # and rows of several chunks have more than ``chunk`` entries, so at most 2 nnz / chunk slots).
+    chunks, spilled = cupy.empty(m, dtype=_I64), cupy.empty(m, dtype=_I64)
+    counts = get_function("spmm", "gs_csr_chunk_counts", (indptr.dtype,))
+    counts((_blocks(m),), (_THREADS,), (indptr, np.int64(nnz), np.int64(m), np.int64(chunk), chunks, spilled))
+    chunk_ptr, slot_ptr = k.offsets(chunks), k.offsets(spilled)
+    chunk_bound, slot_bound = m + nnz // chunk + 1, 2 * (nnz // chunk) + 2
+    partial = cupy.empty((slot_bound, n), dtype=data.dtype)
+    key = (data.dtype, indptr.dtype, _REDUCE_CODES[op])
+    data, b = cupy.ascontiguousarray(data), cupy.ascontiguousarray(b)
+    fold_chunks = get_function("spmm", "gs_csr_spmm_reduce_chunks", key)
+    fold_chunks((_blocks(chunk_bound * n),), (_THREADS,),
+                (indptr, indices, data, np.int64(nnz), b, np.int64(b.shape[0]), chunk_ptr, slot_ptr,
+                 np.int64(chunk), np.int64(chunk_bound), np.int64(slot_bound), partial, out, np.int64(m),
+                 np.int64(n)))
+    fold_rows = get_function("spmm", "gs_csr_spmm_reduce_rows", key)
+    fold_rows((_blocks(m * n),), (_THREADS,),
+              (indptr, indices, data, np.int64(nnz), b, np.int64(b.shape[0]), chunk_ptr, slot_ptr,
+               np.int64(chunk_bound), np.int64(slot_bound), partial, out, np.int64(m), np.int64(n)))
     return out
 
 

@@ -223,6 +223,7 @@ def all_kernels() -> "tuple[tuple[str, str, tuple], ...]":
     for idx in INDEX_DTYPES:
         specs.append(("compress", "gs_expand", (idx,)))
         specs.append(("compress", "gs_csr_check", (idx,)))
+        specs.append(("spmm", "gs_csr_chunk_counts", (idx,)))
     for word in WORD_DTYPES:
         specs.append(("scatter", "gs_scatter_rows", (word,)))
         specs.append(("scatter", "gs_gather_rows", (word,)))
@@ -247,7 +248,8 @@ def all_kernels() -> "tuple[tuple[str, str, tuple], ...]":
             for code in (0, 1, 2, 3):
                 if (code == 1 and dt.kind not in "fc") or (code in (2, 3) and dt.kind == "c"):
                     continue
-                specs.append(("spmm", "gs_csr_spmm_reduce", (dt, idx, code)))
+                specs.append(("spmm", "gs_csr_spmm_reduce_chunks", (dt, idx, code)))
+                specs.append(("spmm", "gs_csr_spmm_reduce_rows", (dt, idx, code)))
     specs += semiring_kernels()
     return tuple(specs)
 
