@@ -62,7 +62,7 @@ def _operands(device):
     """Small operands on ``device``: COO ``x``, ``y``, ``z``, their CSR ``xc``, ``zc``, a vector ``v``,
     an uncoalesced COO ``u``, ``w``, ``x`` with a leading axis of length one, a dense ``d`` of ``x``'s
     shape, integer indices ``i`` along ``x``'s second axis, the softmax ``s`` of ``x`` and a
-    gradient ``g`` for its values."""
+    gradient ``g`` for its values, and ``h``, two rows of ``x`` stored as dense blocks."""
     x = gs.random((6, 5), density=0.5, seed=1, device=device, format="coo")
     y = gs.random((5, 4), density=0.5, seed=2, device=device, format="coo")
     z = gs.random((6, 5), density=0.5, seed=3, device=device, format="coo")
@@ -72,7 +72,8 @@ def _operands(device):
     s = gs.softmax(x, 1)
     return types.SimpleNamespace(x=x, y=y, z=z, xc=x.tocsr(), zc=z.tocsr(), v=v, u=u, w=x[None],
                                  d=xp.arange(30.0).reshape(6, 5), i=xp.zeros((6, 2), dtype=np.int64),
-                                 s=s, g=xp.ones(s.data.shape))
+                                 s=s, g=xp.ones(s.data.shape),
+                                 h=gs.COO([[0, 2]], x.todense()[[0, 2]], shape=(6, 5), device=device))
 
 
 #: Representative operations of every family that resolves its device once.
@@ -135,6 +136,10 @@ OPERATIONS = {
     "gs.reset_shape(xc, (7, 6))": lambda o: gs.reset_shape(o.xc, (7, 6)),
     "gs.fill_empty_rows(u, 1.0)": lambda o: gs.fill_empty_rows(o.u, 1.0),
     "gs.retain(x, flags)": lambda o: gs.retain(o.x, o.x.data > 0.5),
+    # mean (a sum and a division), and a product of a hybrid array (its dense dimension made sparse)
+    "x.mean(axis=0)": lambda o: o.x.mean(axis=0),
+    "xc.mean()": lambda o: o.xc.mean(),
+    "h @ y (hybrid)": lambda o: o.h @ o.y,
 }
 
 

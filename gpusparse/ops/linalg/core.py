@@ -486,12 +486,12 @@ def _matmul(a, b, names=("a", "b"), what="matmul", *, be):
                 "dense operand keep the blocks as they are"
             )
     if sa:
-        a = all_sparse(a)
+        a = all_sparse(a, be=be)
         a = insert_zero_axis(a, 0, be=be) if a1 else a
     elif a1:
         a = a.reshape(1, -1)
     if sb:
-        b = all_sparse(b)
+        b = all_sparse(b, be=be)
         b = insert_zero_axis(b, 1, be=be) if b1 else b
     elif b1:
         b = b.reshape(-1, 1)

@@ -49,10 +49,10 @@ class SparseOperator:
         if x.ndim != 2:
             raise ValueError(f"x must be 2-D to act as a linear operator, got shape {x.shape}")
         require_zero_fill(x, "x", "aslinearoperator")
-        x = all_sparse(x)
+        self._backend = backend(x.device)
+        x = all_sparse(x, be=self._backend)
         self.shape = tuple(x.shape)
         self.device = x.device
-        self._backend = backend(x.device)
         self.dtype = np.dtype(np.int64) if x.dtype == np.bool_ else x.dtype
         with self._backend.scope():
             self._view = csr_view(x, warn=False, be=self._backend).astype(self.dtype)

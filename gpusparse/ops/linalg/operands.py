@@ -293,12 +293,15 @@ def as_coo(x, *, be=None):
     return x if x.format == "coo" else convert.compressed_to_coo(x, be=be)
 
 
-def all_sparse(x):
-    """``x`` with every dense dimension made sparse (each stored block becomes entries)."""
+def all_sparse(x, *, be=None):
+    """``x`` with every dense dimension made sparse (each stored block becomes entries).
+
+    ``be`` is the backend of ``x``'s device, when the caller has it already.
+    """
     if x.dense_dim == 0:
         return x
     from gpusparse.ops.shape import sparsify
-    return sparsify(x, x.ndim)
+    return sparsify(x, x.ndim, be=be)
 
 
 def new_coo(coords, data, shape, be, *, sorted, unique, fill=None):

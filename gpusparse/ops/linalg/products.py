@@ -177,7 +177,7 @@ def _normalize_axes(axes, a_ndim, b_ndim):
 def _matrix_of(x, row_axes, col_axes, be):
     """Sparse ``x`` as the 2-D COO ``(prod rows, prod cols)`` (a permutation and reshape), on ``be``."""
     k, xp = be.kernels, be.xp
-    coo = as_coo(all_sparse(x), be=be)
+    coo = as_coo(all_sparse(x, be=be), be=be)
     c = coo.coords
     row_shape = [coo.shape[i] for i in row_axes]
     col_shape = [coo.shape[i] for i in col_axes]
@@ -345,7 +345,7 @@ def _coo_operand(x, be, dtype):
     """A sparse or dense operand as all-sparse COO (dense: its non-zero elements)."""
     if is_sparse(x):
         require_zero_fill(x, "operand", "outer/kron")
-        return as_coo(all_sparse(settle_duplicates(x, dtype, be=be)), be=be)
+        return as_coo(all_sparse(settle_duplicates(x, dtype, be=be), be=be), be=be)
     from gpusparse.ops.creation import fromdense
     return fromdense(x, device=be.device)
 
@@ -443,7 +443,7 @@ def _adjoint(x, be):
     """``x.conj().T`` of a 2-D operand (free for CSR/CSC; conj copies complex values)."""
     xp = be.xp
     if is_sparse(x):
-        x = all_sparse(x)
+        x = all_sparse(x, be=be)
         t = transpose_2d(coo_to_csr(x, be=be) if x.format == "coo" else x, be=be)  # CSR.T is CSC: free
         if x.dtype.kind != "c":
             return t

@@ -332,7 +332,8 @@ def sspaddmm(input, mat1, mat2, *, beta=1, alpha=1):
     if input.shape != prod.shape:
         raise ValueError(f"sspaddmm: input has shape {input.shape}, mat1 @ mat2 has {prod.shape}")
     dtype = _with_scalars(result_dtype(("input", input.dtype), ("product", prod.dtype)), alpha, beta)
-    return _sparse_axpby(all_sparse(input), prod, alpha, beta, dtype, backend(dev))
+    be = backend(dev)
+    return _sparse_axpby(all_sparse(input, be=be), prod, alpha, beta, dtype, be)
 
 
 @returns_operand_kind

@@ -45,13 +45,16 @@ def check_identity(mono_name, has_identity, x_shape, axes, name):
         )
 
 
-def reduce_with(x, mono, axis, keepdims, dtype, name, initial=NO_VALUE):
-    """Reduce ``x`` with monoid ``mono`` over ``axis``; the engine of every decomposable reduction."""
+def reduce_with(x, mono, axis, keepdims, dtype, name, initial=NO_VALUE, *, be=None):
+    """Reduce ``x`` with monoid ``mono`` over ``axis``; the engine of every decomposable reduction.
+
+    ``be`` is the backend of ``x``'s device, when the caller has it already.
+    """
     axes = normalize_axes(axis, x.ndim)
     has_identity = mono.ufunc.identity is not None or initial is not NO_VALUE
     check_identity(mono.name, has_identity, x.shape, axes, name)
     out_dtype = value_dtype(mono.result_dtype(x.dtype, dtype), name)
-    be = backend(x.device)
+    be = be or backend(x.device)
     k, xp = be.kernels, be.xp
     with be.scope():
         if math.prod(x.shape[a] for a in axes) == 0:  # nothing reduced: the identity (or initial)

@@ -17,7 +17,8 @@ from gpusparse._dtypes import native_dtype
 from gpusparse.ops import canonical
 from gpusparse.ops._broadcast import _sparsify_dense_dims, as_coo
 from gpusparse.ops.reductions.arguments import check_unsupported, normalize_axes
-from gpusparse.ops.reductions.folds import sum
+from gpusparse.ops.reductions.engine import reduce_with
+from gpusparse.ops.reductions.monoid import Monoid
 from gpusparse.ops.reductions.results import dense_result, keepdims_dense, keepdims_sparse, sparse_result
 from gpusparse.ops.reductions.segments import group_by_kept
 
@@ -31,11 +32,14 @@ def mean_dtype(dtype, requested):
     return np.mean(np.ones(1, dtype=dtype)).dtype
 
 
-def _divide(result, n, xp):
+def _divide(result, n, be):
+    """``result / n`` for a sparse or dense result, on backend ``be``."""
     from gpusparse.containers import SparseArray
-    from gpusparse.ops.elementwise.dispatch import elemwise
+    from gpusparse.ops.elementwise.dispatch import apply
+    from gpusparse.ops.elementwise.operands import classify
+    xp = be.xp
     if isinstance(result, SparseArray):
-        return elemwise(np.true_divide, result, n)
+        return apply(np.true_divide, classify([result, n]), {}, be=be)
     with np.errstate(divide="ignore", invalid="ignore"):
         return dense_result(xp.true_divide(result, n), result.dtype, result.shape, xp)
 
@@ -53,11 +57,11 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     check_unsupported(out, where, "mean")
     axes = normalize_axes(axis, x.ndim)
     dt = mean_dtype(x.dtype, dtype)
-    total = sum(x, axis=axes, dtype=dt, keepdims=keepdims)
-    n = math.prod(x.shape[a] for a in axes)
     be = backend(x.device)
+    total = reduce_with(x, Monoid(np.add), axes, keepdims, dt, "sum", be=be)
+    n = math.prod(x.shape[a] for a in axes)
     with be.scope():
-        return _divide(total, n, be.xp)
+        return _divide(total, n, be)
 
 
 def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None):
