@@ -1,4 +1,4 @@
-"""Products against peers: SpMV and SpMM (N = 1, 8, 64, 256), SpGEMM ``A @ A`` and SDDMM.
+"""Products against peers: SpMV and SpMM (N = 1, 8, 64, 256), ``mm(reduce=)``, SpGEMM ``A @ A`` and SDDMM.
 
 Matrices (float64 values, int32 indices, canonical CSR, built offline from a
 seed; the classic SuiteSparse names cannot be downloaded here):
@@ -24,6 +24,10 @@ Implementations, timed in this process on the same arrays after a check of
 their result against SciPy's:
 
 * ``gpusparse``: ``A @ X`` on a :class:`gpusparse.CSR` (SpMV/SpMM),
+  ``gpusparse.mm(A, X, reduce=)`` (row-reduced SpMM, ``N = 8``, sum and max, on the
+  ``rmat`` and ``skew`` matrices at the SpGEMM sizes, against ``torch.sparse.mm(...,
+  reduce=)`` on the CPU and against gpusparse's own plain ``A @ X`` -- cuSPARSE SpMM on a
+  GPU -- as ``gpusparse-spmm``, the yardstick of the sum),
   ``A @ A`` (SpGEMM), ``gpusparse.sampled_addmm`` (SDDMM), the matrix built
   from host arrays, so its structure is trusted; on a GPU also
   ``gpusparse-shared``: SpMV/SpMM on a CSR that keeps the caller's device
@@ -54,7 +58,7 @@ Examples
 --------
 >>> from benchmarks._report import smoke
 >>> smoke(run)
-'gpusparse ok in 22 of 22 cases'
+'gpusparse ok in 26 of 26 cases'
 """
 
 from __future__ import annotations
@@ -481,6 +485,74 @@ def _spmm_cases(ctx, sizes):
             del op, x
 
 
+#: Dense columns and reductions of the row-reduced SpMM cases (torch's ``sparse.mm(..., reduce=)``).
+REDUCE_N = 8
+REDUCES = ("sum", "max")
+
+
+def _reduce_reference(a, x, reduce):
+    """``reduce`` over each row's terms ``a[i, k] * x[k, :]`` (0 for an empty row), one column at a time."""
+    out = np.zeros((a.shape[0], x.shape[1]))
+    lengths = np.diff(a.indptr)
+    rows = np.flatnonzero(lengths)
+    ufunc = np.add if reduce == "sum" else np.maximum
+    for c in range(x.shape[1]):
+        terms = a.data * x[a.indices, c]
+        out[rows, c] = ufunc.reduceat(terms, a.indptr[rows])
+    return out
+
+
+def _spmm_reduce_impls(ctx):
+    """``{name: factory(op, x, reduce) -> fn}`` for ``mm(a, x, reduce=)``."""
+
+    def ours(op, x, reduce):
+        import gpusparse as gs
+        a = op.gs
+        return lambda: gs.mm(a, x, reduce=reduce)
+
+    def ours_spmm(op, x, reduce):  # the plain product (cuSPARSE SpMM on a GPU): the target's yardstick
+        if reduce != "sum":
+            raise Skip("a plain product computes sums only")
+        a = op.gs
+        return lambda: a @ x
+
+    def torch_impl(op, x, reduce):
+        torch = _torch(ctx)
+        if ctx.is_cuda:
+            raise Skip("torch has no CUDA kernel for sparse.mm(reduce=)")
+        a, xt = _to_torch_csr(torch, op.host, ctx, op.arrays), _torch_dense(torch, x)
+        name = {"sum": "sum", "max": "amax"}[reduce]
+        return lambda: torch.sparse.mm(a, xt, name)
+
+    return {"gpusparse": ours, "gpusparse-spmm": ours_spmm, "torch": torch_impl}
+
+
+def _spmm_reduce_cases(ctx, sizes):
+    """mm(reduce=) on power-law and skewed rows: the load balance of the row-reduced kernels."""
+    xp = ctx.xp
+    impls = _spmm_reduce_impls(ctx)
+    for kind in ("rmat", "skew"):
+        a = matrix(kind, sizes["spgemm"])
+        m, n = a.shape
+        op = _Operands(a, ctx)
+        x_host = np.random.default_rng([SEED, 11]).random((n, REDUCE_N))
+        x = xp.asarray(x_host)
+        for reduce in REDUCES:
+            ref = _reduce_reference(a, x_host, reduce)
+            base = {"bench": NAME, "case": f"spmm-reduce-{reduce}-{kind}-N{REDUCE_N}", "op": "spmm_reduce",
+                    "matrix": kind, "N": REDUCE_N, "reduce": reduce, "rows": m, "cols": n, "nnz": int(a.nnz),
+                    "flops": 2 * int(a.nnz) * REDUCE_N, "model_bytes": spmm_bytes(m, n, int(a.nnz), REDUCE_N)}
+            base["copy_gb_s"] = _report.copy_gb_s(ctx, base["model_bytes"] // 2)
+
+            def check(out, row, ref=ref):
+                got = out.to_dense() if hasattr(out, "to_dense") else out
+                got = got.cpu().numpy() if hasattr(got, "cpu") else _host(got)
+                return None if np.allclose(got, ref, rtol=1e-10, atol=1e-12) else "result differs from NumPy's"
+
+            yield from _run(ctx, base, impls, (op, x, reduce), check)
+        del op, x
+
+
 def _spgemm_cases(ctx, sizes):
     impls = _spgemm_impls(ctx)
     for kind in MATRICES:
@@ -544,6 +616,7 @@ def run(ctx):
         scale = size / sizes["spmv"]
         sizes = {k: max(16, int(v * scale)) for k, v in sizes.items()}
     yield from _spmm_cases(ctx, sizes)
+    yield from _spmm_reduce_cases(ctx, sizes)
     yield from _spgemm_cases(ctx, sizes)
     yield from _sddmm_cases(ctx, sizes)
 
