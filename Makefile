@@ -5,6 +5,7 @@
 #   make kernels-check  compile every cuda_kernels/*.cu with nvcc (warnings as errors), print each
 #                     kernel's ptxas resources and occupancy, check tools/kernel_budgets.json
 #                     (skipped without nvcc)
+#   make import-check  the largest import loop among gpusparse's modules, at most 10 (tools/import_cycles.py)
 #   make emulation-test  the CUDA tests on the CPU execution harness (no GPU needed)
 #   make emulation-memcheck  the same kernel tests with AddressSanitizer
 #   make gpu-cost     launches, syncs and device memory of every operation on the emulated
@@ -41,7 +42,7 @@ PKGCHECK := build/pkgcheck
 stamp     = $(VENV)/.installed-$(subst $(comma),-,$(1))
 
 .DEFAULT_GOAL := help
-.PHONY: help venv demo test kernels-check wheel-check pytest emulation-test emulation-memcheck fuzz bench docs \
+.PHONY: help venv demo test kernels-check import-check wheel-check pytest emulation-test emulation-memcheck fuzz bench docs \
 	gpu-report gpu-report-emulate gpu-cost clean distclean
 
 help:
@@ -60,10 +61,14 @@ venv: $(call stamp,$(EXTRAS))
 demo: $(call stamp,demo)
 	$(BIN)/python -m gpusparse.demo $(DEMO_ARGS)
 
-test: kernels-check wheel-check pytest emulation-test gpu-cost gpu-report-emulate docs
+test: kernels-check import-check wheel-check pytest emulation-test gpu-cost gpu-report-emulate docs
 
 kernels-check:
 	bash tools/check_cuda_kernels.sh
+
+# The largest set of gpusparse's modules importing each other in a loop: at most 10.
+import-check:
+	$(PYTHON) tools/import_cycles.py --max 10
 
 # Build the sdist, then the wheel from the sdist (python -m build does both),
 # install the wheel with its core dependencies into a throwaway venv and check

@@ -75,3 +75,15 @@ def test_containers_do_not_import_ops():
         "(bound by gpusparse.ops._methods) instead of importing them: "
         + ", ".join(f"{m} -> {t} (line {lines[(m, t)]})" for m, t in sorted(up))
     )
+
+
+#: The most lines a module of gpusparse may have: a module over it holds more than one job.
+MAX_MODULE_LINES = 700
+
+
+def test_modules_stay_small():
+    sizes = {path.relative_to(ROOT).as_posix(): len(path.read_text(encoding="utf-8").splitlines())
+             for path in (ROOT / "gpusparse").rglob("*.py")}
+    assert sizes, "no module found"
+    large = {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES}
+    assert not large, f"modules over {MAX_MODULE_LINES} lines (split them by job): {large}"
