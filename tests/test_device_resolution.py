@@ -140,6 +140,11 @@ OPERATIONS = {
     "x.mean(axis=0)": lambda o: o.x.mean(axis=0),
     "xc.mean()": lambda o: o.xc.mean(),
     "h @ y (hybrid)": lambda o: o.h @ o.y,
+    # NumPy's functions on sparse arrays
+    "np.atleast_3d(x)": lambda o: np.atleast_3d(o.x),
+    "np.reshape(x, (5, 6), order='F')": lambda o: np.reshape(o.x, (5, 6), order="F"),
+    "np.shares_memory(x, x)": lambda o: np.shares_memory(o.x, o.x),
+    "np.flatnonzero(x)": lambda o: np.flatnonzero(o.x),
 }
 
 

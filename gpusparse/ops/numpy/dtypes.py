@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusparse._device import array_device, device_scope, xp_for
+from gpusparse._backend import backend
+from gpusparse._device import array_device
 from gpusparse.ops.numpy.arguments import _is_sparse
 
 __all__ = []
@@ -35,14 +36,15 @@ def _buffers(x):
 
 def _shares(a, b, test) -> bool:
     """Whether a buffer of ``a`` and one of ``b`` overlap, by ``test`` on their array module."""
+    backends = {}  # one resolution per device the buffers live on
     for p in _buffers(a):
         for q in _buffers(b):
             dev = array_device(p)
             if array_device(q) != dev:
                 continue
-            xp = xp_for(dev)
-            with device_scope(dev):
-                if bool(getattr(xp, test.__name__)(p, q)):
+            be = backends[dev] if dev in backends else backends.setdefault(dev, backend(dev))
+            with be.scope():
+                if bool(getattr(be.xp, test.__name__)(p, q)):
                     return True
     return False
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusparse.ops import einsum, elementwise, manipulation, reductions
+from gpusparse._backend import backend
+from gpusparse.ops import einsum, elementwise, reductions, shape as shape_ops
+from gpusparse.ops.shape.permutation import permute_dims_on
+from gpusparse.ops.shape.reshaping import reshape_on
 from gpusparse.ops._validate import check_axis
 from gpusparse.ops.numpy.arguments import _is_sparse
 
@@ -25,12 +28,13 @@ def _vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     from gpusparse.ops.reductions.arguments import normalize_axes
     axes = normalize_axes(axis, x.ndim)
     rest = tuple(d for d in range(x.ndim) if d not in axes)
-    flat = manipulation.reshape(manipulation.permute_dims(x, rest + axes),
-                                tuple(x.shape[d] for d in rest) + (int(np.prod([x.shape[d] for d in axes])),))
+    be = backend(x.device)
+    flat = reshape_on(permute_dims_on(x, rest + axes, be),
+                      tuple(x.shape[d] for d in rest) + (int(np.prod([x.shape[d] for d in axes])),), be)
     result = norm(flat, ord=ord, axis=-1)
     if keepdims:
         shape = tuple(1 if d in axes else x.shape[d] for d in range(x.ndim))
-        result = manipulation.reshape(result, shape) if _is_sparse(result) else result.reshape(shape)
+        result = reshape_on(result, shape, be) if _is_sparse(result) else result.reshape(shape)
     return result
 
 
@@ -42,7 +46,7 @@ def _matrix_norm(x, /, *, keepdims=False, ord="fro"):
     summed, over = (-2, -1) if ord in (1, -1) else (-1, -2)
     sums = reductions.sum(elementwise.abs(x), axis=summed, keepdims=True)
     best = (reductions.max if ord > 0 else reductions.min)(sums, axis=over, keepdims=True)
-    return best if keepdims else manipulation.squeeze(best, (-2, -1)) if _is_sparse(best) else best[..., 0, 0]
+    return best if keepdims else shape_ops.squeeze(best, (-2, -1)) if _is_sparse(best) else best[..., 0, 0]
 
 
 def _conj(x):
@@ -52,7 +56,7 @@ def _conj(x):
 
 
 def _flat(x):
-    return manipulation.reshape(x, (-1,)) if _is_sparse(x) else x.reshape(-1)
+    return shape_ops.reshape(x, (-1,)) if _is_sparse(x) else x.reshape(-1)
 
 
 def _vdot(a, b, /):

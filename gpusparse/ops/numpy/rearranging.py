@@ -4,30 +4,30 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusparse.ops import manipulation, reductions
+from gpusparse.ops import reductions, shape as shape_ops
 from gpusparse.ops.numpy.arguments import _no_out
 
 __all__ = []
 
 
 def _roll(a, shift, axis=None):
-    return manipulation.roll(a, shift, axis)
+    return shape_ops.roll(a, shift, axis)
 
 
 def _flip(m, axis=None):
-    return manipulation.flip(m, axis)
+    return shape_ops.flip(m, axis)
 
 
 def _fliplr(m):
     if m.ndim < 2:
         raise ValueError("numpy.fliplr: input must be >= 2-d")
-    return manipulation.flip(m, 1)
+    return shape_ops.flip(m, 1)
 
 
 def _flipud(m):
     if m.ndim < 1:
         raise ValueError("numpy.flipud: input must be >= 1-d")
-    return manipulation.flip(m, 0)
+    return shape_ops.flip(m, 0)
 
 
 def _rot90(m, k=1, axes=(0, 1)):
@@ -43,12 +43,12 @@ def _rot90(m, k=1, axes=(0, 1)):
     if k == 0:
         return m
     if k == 2:
-        return manipulation.flip(manipulation.flip(m, axes[0]), axes[1])
+        return shape_ops.flip(shape_ops.flip(m, axes[0]), axes[1])
     perm = list(range(n))
     perm[axes[0]], perm[axes[1]] = perm[axes[1]], perm[axes[0]]
     if k == 1:
-        return manipulation.permute_dims(manipulation.flip(m, axes[1]), perm)
-    return manipulation.flip(manipulation.permute_dims(m, perm), axes[1])
+        return shape_ops.permute_dims(shape_ops.flip(m, axes[1]), perm)
+    return shape_ops.flip(shape_ops.permute_dims(m, perm), axes[1])
 
 
 def _pad(array, pad_width, mode="constant", **kwargs):
@@ -64,36 +64,36 @@ def _pad(array, pad_width, mode="constant", **kwargs):
         flat, first = value.ravel(), value.flat[0]
         if ((flat == first) | ((flat != flat) & (first != first))).all():
             value = first
-    return manipulation.pad(array, pad_width, mode="constant", constant_values=value)
+    return shape_ops.pad(array, pad_width, mode="constant", constant_values=value)
 
 
 def _tril(m, k=0):
-    return manipulation.tril(m, k)
+    return shape_ops.tril(m, k)
 
 
 def _triu(m, k=0):
-    return manipulation.triu(m, k)
+    return shape_ops.triu(m, k)
 
 
 def _diagonal(a, offset=0, axis1=0, axis2=1):
-    return manipulation.diagonal(a, offset, axis1, axis2)
+    return shape_ops.diagonal(a, offset, axis1, axis2)
 
 
 def _linalg_diagonal(x, /, *, offset=0):
-    return manipulation.diagonal(x, offset, -2, -1)
+    return shape_ops.diagonal(x, offset, -2, -1)
 
 
 def _diag(v, k=0):
-    return manipulation.diag(v, k)
+    return shape_ops.diag(v, k)
 
 
 def _diagflat(v, k=0):
-    return manipulation.diag(manipulation.reshape(v, (-1,)), k)
+    return shape_ops.diag(shape_ops.reshape(v, (-1,)), k)
 
 
 def _trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     _no_out("trace", out)
-    return reductions.sum(manipulation.diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+    return reductions.sum(shape_ops.diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 
 
 def _linalg_trace(x, /, *, offset=0, dtype=None):

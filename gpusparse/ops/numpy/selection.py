@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusparse._device import device_scope, xp_for
-from gpusparse.ops import elementwise, indexing, manipulation
+from gpusparse._backend import backend
+from gpusparse.ops import elementwise, indexing
 from gpusparse.ops._validate import check_axis
 from gpusparse.ops.numpy.arguments import _no_out
 
@@ -17,7 +17,10 @@ def _nonzero(a):
 
 
 def _flatnonzero(a):
-    return indexing.nonzero(manipulation.reshape(a, (-1,)))[0]
+    from gpusparse.ops.indexing.named import _nonzero as nonzero_on
+    from gpusparse.ops.shape.reshaping import reshape_on
+    be = backend(a.device)
+    return nonzero_on(reshape_on(a, (-1,), be), be)[0]
 
 
 def _argwhere(a):
@@ -40,8 +43,9 @@ def _wrap_or_clip(indices, n, mode, dev):
         if n == 0:
             raise IndexError("numpy.take: cannot do a non-empty take from an empty axis")
         return int(indices) % n if mode == "wrap" else min(max(int(indices), 0), n - 1)
-    xp = xp_for(dev)
-    with device_scope(dev):
+    be = backend(dev)
+    xp = be.xp
+    with be.scope():
         idx = xp.asarray(indices)
         if idx.size == 0 and isinstance(indices, (list, tuple)):
             idx = idx.astype(np.int64)  # NumPy treats [] as an empty integer index

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusparse._device import array_device, device_scope, xp_for
-from gpusparse.ops import creation, manipulation
+from gpusparse._backend import backend
+from gpusparse._device import array_device
+from gpusparse.ops import creation, shape as shape_ops
+from gpusparse.ops.shape.joining import _atleast as _atleast_on
+from gpusparse.ops.shape.permutation import permute_dims_on
+from gpusparse.ops.shape.reshaping import reshape_on
 from gpusparse.ops._validate import check_axis
 from gpusparse.ops.numpy.arguments import _cast_all, _check_order, _is_sparse, _no_out, _sparse_list
 from gpusparse.ops.numpy.dtypes import _shares
@@ -17,9 +21,10 @@ def _reshape(a, /, shape, order="C", *, copy=None):
     _check_order("reshape", order, ("C", "F", "A"))
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     if order == "F":  # Fortran order is C order on the reversed axes
-        out = manipulation.permute_dims(manipulation.reshape(manipulation.permute_dims(a), shape[::-1]))
+        be = backend(a.device)
+        out = permute_dims_on(reshape_on(permute_dims_on(a, None, be), shape[::-1], be), None, be)
     else:
-        out = manipulation.reshape(a, shape)
+        out = shape_ops.reshape(a, shape)
     if copy:
         return creation.copy(out)
     if copy is False and out.nnz and not _shares(out.data, a.data, np.may_share_memory):
@@ -32,7 +37,7 @@ def _ravel(a, order="C"):
 
 
 def _expand_dims(a, axis):
-    return manipulation.expand_dims(a, axis)
+    return shape_ops.expand_dims(a, axis)
 
 
 def _squeeze(a, axis=None):
@@ -40,11 +45,11 @@ def _squeeze(a, axis=None):
         for ax in (axis if isinstance(axis, tuple) else (axis,)):
             check_axis(ax, 1)
         return a
-    return manipulation.squeeze(a, axis)
+    return shape_ops.squeeze(a, axis)
 
 
 def _moveaxis(a, source, destination):
-    return manipulation.moveaxis(a, source, destination)
+    return shape_ops.moveaxis(a, source, destination)
 
 
 def _rollaxis(a, axis, start=0):
@@ -56,23 +61,23 @@ def _rollaxis(a, axis, start=0):
         raise np.exceptions.AxisError(f"numpy.rollaxis: start {start} out of range for {n} dimensions")
     if axis < start:
         start -= 1
-    return a if axis == start else manipulation.moveaxis(a, axis, start)
+    return a if axis == start else shape_ops.moveaxis(a, axis, start)
 
 
 def _swapaxes(a, axis1, axis2):
-    return manipulation.swapaxes(a, axis1, axis2)
+    return shape_ops.swapaxes(a, axis1, axis2)
 
 
 def _transpose(a, axes=None):
-    return manipulation.permute_dims(a, axes)
+    return shape_ops.permute_dims(a, axes)
 
 
 def _matrix_transpose(x, /):
-    return manipulation.matrix_transpose(x)
+    return shape_ops.matrix_transpose(x)
 
 
 def _broadcast_to(array, shape, subok=False):
-    return manipulation.broadcast_to(array, shape)
+    return shape_ops.broadcast_to(array, shape)
 
 
 def _broadcast_arrays(*args, subok=False):
@@ -80,22 +85,22 @@ def _broadcast_arrays(*args, subok=False):
     out = []
     for a in args:
         if _is_sparse(a):
-            out.append(manipulation.broadcast_to(a, shape))
+            out.append(shape_ops.broadcast_to(a, shape))
         else:
-            dev = array_device(a)
-            with device_scope(dev):
-                out.append(xp_for(dev).broadcast_to(a, shape))
+            be = backend(array_device(a))
+            with be.scope():
+                out.append(be.xp.broadcast_to(a, shape))
     return tuple(out)
 
 
 def _atleast(ndim):
     def one(a):
         if _is_sparse(a):
-            return manipulation._atleast(a, ndim)
+            return _atleast_on(a, ndim, backend(a.device))
         if hasattr(a, "shape") and not isinstance(a, np.generic):  # a dense array: its module's function
-            dev = array_device(a)
-            with device_scope(dev):
-                return getattr(xp_for(dev), f"atleast_{ndim}d")(a)
+            be = backend(array_device(a))
+            with be.scope():
+                return getattr(be.xp, f"atleast_{ndim}d")(a)
         return getattr(np, f"atleast_{ndim}d")(a)
 
     def atleast(*arys):
@@ -109,39 +114,39 @@ def _concatenate(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind"
     _no_out("concatenate", out)
     arrays = _cast_all(_sparse_list(arrays, "concatenate"), dtype, casting, "concatenate")
     if axis is None:
-        arrays, axis = [manipulation.reshape(a, (-1,)) for a in arrays], 0
-    return manipulation.concatenate(arrays, axis=axis)
+        arrays, axis = [shape_ops.reshape(a, (-1,)) for a in arrays], 0
+    return shape_ops.concatenate(arrays, axis=axis)
 
 
 def _stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     _no_out("stack", out)
-    return manipulation.stack(_cast_all(_sparse_list(arrays, "stack"), dtype, casting, "stack"), axis)
+    return shape_ops.stack(_cast_all(_sparse_list(arrays, "stack"), dtype, casting, "stack"), axis)
 
 
 def _vstack(tup, *, dtype=None, casting="same_kind"):
-    return manipulation.vstack(_cast_all(_sparse_list(tup, "vstack"), dtype, casting, "vstack"))
+    return shape_ops.vstack(_cast_all(_sparse_list(tup, "vstack"), dtype, casting, "vstack"))
 
 
 def _hstack(tup, *, dtype=None, casting="same_kind"):
-    return manipulation.hstack(_cast_all(_sparse_list(tup, "hstack"), dtype, casting, "hstack"))
+    return shape_ops.hstack(_cast_all(_sparse_list(tup, "hstack"), dtype, casting, "hstack"))
 
 
 def _dstack(tup):
-    return manipulation.dstack(_sparse_list(tup, "dstack"))
+    return shape_ops.dstack(_sparse_list(tup, "dstack"))
 
 
 def _column_stack(tup):
     arrays = _sparse_list(tup, "column_stack")
-    return manipulation.concatenate(
-        [a if a.ndim >= 2 else manipulation.reshape(a, (-1, 1)) for a in arrays], axis=1)
+    return shape_ops.concatenate(
+        [a if a.ndim >= 2 else shape_ops.reshape(a, (-1, 1)) for a in arrays], axis=1)
 
 
 def _split(ary, indices_or_sections, axis=0):
-    return list(manipulation.split(ary, indices_or_sections, axis))
+    return list(shape_ops.split(ary, indices_or_sections, axis))
 
 
 def _array_split(ary, indices_or_sections, axis=0):
-    return list(manipulation.array_split(ary, indices_or_sections, axis))
+    return list(shape_ops.array_split(ary, indices_or_sections, axis))
 
 
 def _directional_split(name, min_ndim, axis_of):
