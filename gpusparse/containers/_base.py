@@ -489,11 +489,11 @@ class SparseArray(InPlaceMixin, abc.ABC):
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         """Every NumPy ufunc elementwise (``np.sin(x)``), its ``reduce``, and ``np.matmul``."""
-        return ops._numpy_ufuncs.array_ufunc(ufunc, method, inputs, kwargs)
+        return ops.numpy_ufuncs.array_ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
         """NumPy functions gpusparse implements (``np.sum``, ``np.where``, ``np.dot``, ...)."""
-        return ops._numpy_functions.array_function(func, types, args, kwargs)
+        return ops.numpy_functions.array_function(func, types, args, kwargs)
 
     def _op(self, name, *args):
         return ops.elementwise.operator(getattr(np, name), *args)

@@ -276,7 +276,7 @@ class InPlaceMixin:
 
     def _iop(self, name, *args):
         """``x op= y``: NumPy's ``ufunc(x, y, out=x)``."""
-        return ops._numpy_ufuncs.array_ufunc(getattr(np, name), "__call__", (self,) + args, {"out": (self,)})
+        return ops.numpy_ufuncs.array_ufunc(getattr(np, name), "__call__", (self,) + args, {"out": (self,)})
 
     def __iadd__(self, other):
         return self._iop("add", other)

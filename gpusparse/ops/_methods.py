@@ -24,8 +24,8 @@ from gpusparse.ops.numpy import ufuncs as numpy_ufuncs
 __all__ = []
 
 bind(
-    _numpy_functions=numpy_functions,
-    _numpy_ufuncs=numpy_ufuncs,
+    numpy_functions=numpy_functions,
+    numpy_ufuncs=numpy_ufuncs,
     _validate=_validate,
     canonical=canonical,
     convert=convert,
