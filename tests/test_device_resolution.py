@@ -145,6 +145,12 @@ OPERATIONS = {
     "np.reshape(x, (5, 6), order='F')": lambda o: np.reshape(o.x, (5, 6), order="F"),
     "np.shares_memory(x, x)": lambda o: np.shares_memory(o.x, o.x),
     "np.flatnonzero(x)": lambda o: np.flatnonzero(o.x),
+    # einsum: its reshapes, permutations, sums and products on the backend of its entry
+    "gs.einsum('ij,ij->i', x, z)": lambda o: gs.einsum("ij,ij->i", o.x, o.z),
+    "gs.einsum('ij,ij->ij', x, z)": lambda o: gs.einsum("ij,ij->ij", o.x, o.z),
+    "gs.einsum('ij,jk->', x, y)": lambda o: gs.einsum("ij,jk->", o.x, o.y),
+    "gs.einsum('ij->j', x)": lambda o: gs.einsum("ij->j", o.x),
+    "gs.einsum('ij,j->i', x, v)": lambda o: gs.einsum("ij,j->i", o.x, o.v),
 }
 
 

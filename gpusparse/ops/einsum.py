@@ -133,58 +133,65 @@ def _parse(subscripts, operands):
 # Building blocks on sparse and dense operands alike
 # --------------------------------------------------------------------------
 
-def _sum(x, labels, drop):
-    """``x`` summed over the labels in ``drop``; the labels left."""
+def _sum(x, labels, drop, be):
+    """``x`` summed over the labels in ``drop`` on backend ``be``; the labels left."""
     axes = tuple(i for i, c in enumerate(labels) if c in drop)
     if not axes:
         return x, labels
-    return x.sum(axis=axes), "".join(c for c in labels if c not in drop)
+    left = "".join(c for c in labels if c not in drop)
+    if _is_sparse(x):
+        from gpusparse.ops.reductions.engine import reduce_with
+        from gpusparse.ops.reductions.monoid import Monoid
+        return reduce_with(x, Monoid(np.add), axes, False, None, "sum", be=be), left
+    return x.sum(axis=axes), left
 
 
-def _permute(x, labels, order):
+def _permute(x, labels, order, be):
     if labels == order:
         return x
     perm = tuple(labels.index(c) for c in order)
     if _is_sparse(x):
-        from gpusparse.ops.shape import permute_dims
-        return permute_dims(x, perm)
+        from gpusparse.ops.shape.permutation import permute_dims_on
+        return permute_dims_on(x, perm, be)
     return x.transpose(perm)
 
 
-def _reshape(x, shape):
+def _reshape(x, shape, be):
     if tuple(x.shape) == tuple(shape):
         return x
     if _is_sparse(x):
-        from gpusparse.ops.shape import reshape
-        return reshape(x, shape)
+        from gpusparse.ops.shape.reshaping import reshape_on
+        return reshape_on(x, shape, be)
     return x.reshape(shape)
 
 
-def _combine(a, la, b, lb, keep, sizes):
-    """The product of two labelled operands, summed over the labels nobody needs any more."""
-    from gpusparse.ops import elementwise, linalg
+def _combine(a, la, b, lb, keep, sizes, be):
+    """The product of two labelled operands on backend ``be``, summed over the labels nobody needs any more."""
+    from gpusparse.ops.elementwise.dispatch import apply, classify
+    from gpusparse.ops.linalg.products import matmul_on, tensordot_on
     shared = [c for c in la if c in lb]
     batch = "".join(c for c in shared if c in keep)
     contract = "".join(c for c in shared if c not in keep)
     a_only = "".join(c for c in la if c not in lb)
     b_only = "".join(c for c in lb if c not in la)
     if not (_is_sparse(a) or _is_sparse(b)):
-        from gpusparse._device import array_device, xp_for
         out = batch + a_only + b_only
-        return xp_for(array_device(a)).einsum(f"{la},{lb}->{out}", a, b), out
+        with be.scope():
+            return be.xp.einsum(f"{la},{lb}->{out}", a, b), out
     if not contract:  # an elementwise product, broadcast over the labels of one operand
-        a = _reshape(_permute(a, la, batch + a_only), [sizes[c] for c in batch + a_only] + [1] * len(b_only))
-        b = _permute(b, lb, batch + b_only)
-        b = _reshape(b, [sizes[c] for c in batch] + [1] * len(a_only) + [sizes[c] for c in b_only])
-        return elementwise.elemwise(np.multiply, a, b), batch + a_only + b_only
+        a = _reshape(_permute(a, la, batch + a_only, be),
+                     [sizes[c] for c in batch + a_only] + [1] * len(b_only), be)
+        b = _permute(b, lb, batch + b_only, be)
+        b = _reshape(b, [sizes[c] for c in batch] + [1] * len(a_only) + [sizes[c] for c in b_only], be)
+        return apply(np.multiply, classify((a, b)), {}, be=be), batch + a_only + b_only
     if not batch:
         axes = ([la.index(c) for c in contract], [lb.index(c) for c in contract])
-        return linalg.tensordot(a, b, axes=axes), a_only + b_only
+        return tensordot_on(a, b, axes, be), a_only + b_only
     nb, m, n, k = (math.prod(sizes[c] for c in part) for part in (batch, a_only, b_only, contract))
-    a = _reshape(_permute(a, la, batch + a_only + contract), (nb, m, k))
-    b = _reshape(_permute(b, lb, batch + contract + b_only), (nb, k, n))
+    a = _reshape(_permute(a, la, batch + a_only + contract, be), (nb, m, k), be)
+    b = _reshape(_permute(b, lb, batch + contract + b_only, be), (nb, k, n), be)
     out = batch + a_only + b_only
-    return _reshape(linalg.matmul(a, b), [sizes[c] for c in out]), out
+    return _reshape(matmul_on(a, b, be), [sizes[c] for c in out], be), out
 
 
 def _next_pair(labels):
@@ -197,18 +204,19 @@ def _next_pair(labels):
     return pair
 
 
-def _cast(x, dtype):
+def _cast(x, dtype, be):
     if x.dtype == dtype:
         return x
     if _is_sparse(x):
-        from gpusparse.ops.elementwise import astype
-        return astype(x, dtype)
+        from gpusparse.ops.convert import astype
+        return astype(x, dtype, be=be)  # the caller checked the casting rule
     return x.astype(dtype)
 
 
 def _prepare(operands, dtype, casting):
-    """The operands as arrays of the dtype the computation runs in, and NumPy's result dtype."""
-    from gpusparse._device import device_of, device_scope, xp_for
+    """The operands as arrays of the dtype the computation runs in, NumPy's result dtype, and their backend."""
+    from gpusparse._backend import backend
+    from gpusparse._device import device_of
     from gpusparse.ops.elementwise import classify
     classified = classify(operands, [f"operand {i}" for i in range(len(operands))])
     if classified is None:
@@ -219,15 +227,16 @@ def _prepare(operands, dtype, casting):
     arrays = [op.value for op in classified]
     dev = device_of(*(op.value for op in classified if op.kind != "scalar"),
                     what=tuple(op.name for op in classified if op.kind != "scalar"))
-    with device_scope(dev):
-        arrays = [xp_for(dev).asarray(a) if op.kind == "scalar" else a for a, op in zip(arrays, classified)]
+    be = backend(dev)
+    with be.scope():
+        arrays = [be.xp.asarray(a) if op.kind == "scalar" else a for a, op in zip(arrays, classified)]
     result = np.result_type(*(a.dtype for a in arrays)) if dtype is None else np.dtype(dtype)
     for i, a in enumerate(arrays):
         if not np.can_cast(a.dtype, result, casting=casting):
             raise TypeError(f"einsum: cannot cast operand {i} from {a.dtype} to {result} "
                             f"with casting={casting!r}")
     compute = np.dtype(np.int64) if result == np.bool_ else result
-    return [_cast(a, compute) for a in arrays], result
+    return [_cast(a, compute, be) for a in arrays], result, be
 
 
 def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=False):
@@ -277,7 +286,7 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     if order not in ("K", "A", "C", "F"):
         raise ValueError(f"einsum: order must be one of 'K', 'A', 'C', 'F', got {order!r}")
     subscripts, arrays = _split_arguments(operands)
-    arrays, result_dtype = _prepare(arrays, dtype, casting)
+    arrays, result_dtype, be = _prepare(arrays, dtype, casting)
     labels, output = _parse(subscripts, arrays)
     sizes = {}
     for i, (term, a) in enumerate(zip(labels, arrays)):
@@ -291,24 +300,27 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     for i, (term, a) in enumerate(zip(labels, arrays)):
         ones = "".join(c for c, n in zip(term, a.shape) if n == 1 and sizes[c] != 1)
         if ones:
-            arrays[i] = _reshape(a, [n for c, n in zip(term, a.shape) if c not in ones])
+            arrays[i] = _reshape(a, [n for c, n in zip(term, a.shape) if c not in ones], be)
             labels[i] = "".join(c for c in term if c not in ones)
     while True:
         for i in range(len(arrays)):
             others = set(output).union(*(labels[j] for j in range(len(arrays)) if j != i))
-            arrays[i], labels[i] = _sum(arrays[i], labels[i], set(labels[i]) - others)
+            arrays[i], labels[i] = _sum(arrays[i], labels[i], set(labels[i]) - others, be)
         if len(arrays) == 1:
             break
         i, j = _next_pair(labels)
         keep = set(output).union(*(labels[t] for t in range(len(arrays)) if t not in (i, j)))
-        combined = _combine(arrays[i], labels[i], arrays[j], labels[j], keep, sizes)
+        combined = _combine(arrays[i], labels[i], arrays[j], labels[j], keep, sizes, be)
         arrays = [a for t, a in enumerate(arrays) if t not in (i, j)] + [combined[0]]
         labels = [t for s, t in enumerate(labels) if s not in (i, j)] + [combined[1]]
     x, term = arrays[0], labels[0]
     missing = "".join(c for c in output if c not in term)
     if missing:  # a label every operand had with size 1
-        x, term = _reshape(x, tuple(x.shape) + (1,) * len(missing)), term + missing
-    x = _permute(x, term, output)
+        x, term = _reshape(x, tuple(x.shape) + (1,) * len(missing), be), term + missing
+    x = _permute(x, term, output, be)
     if result_dtype == np.bool_:
+        if _is_sparse(x):
+            from gpusparse.ops.elementwise.dispatch import apply, classify
+            return apply(np.not_equal, classify((x, 0)), {}, be=be)
         return x != 0
-    return _cast(x, result_dtype)
+    return _cast(x, result_dtype, be)

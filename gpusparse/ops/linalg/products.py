@@ -132,7 +132,12 @@ def matmul(a, b):
     array([ 3., inf])
     """
     (a, b), dev = prepare((a, b), ("a", "b"))
-    be = backend(dev)
+    return matmul_on(a, b, backend(dev))
+
+
+def matmul_on(a, b, be):
+    """:func:`matmul` of ``a`` and ``b`` on the backend ``be`` of their one device."""
+    (a, b), _ = prepare((a, b), ("a", "b"))
     with be.scope():
         if not (is_sparse(a) or is_sparse(b)):
             return be.xp.matmul(a, b)
@@ -236,6 +241,12 @@ def tensordot(a, b, axes=2):
     """
     (a, b), dev = prepare((a, b), ("a", "b"))
     return _tensordot(a, b, axes, backend(dev))
+
+
+def tensordot_on(a, b, axes, be):
+    """:func:`tensordot` of ``a`` and ``b`` on the backend ``be`` of their one device."""
+    (a, b), _ = prepare((a, b), ("a", "b"))
+    return _tensordot(a, b, axes, be)
 
 
 def _tensordot(a, b, axes, be):
