@@ -151,6 +151,12 @@ OPERATIONS = {
     "gs.einsum('ij,jk->', x, y)": lambda o: gs.einsum("ij,jk->", o.x, o.y),
     "gs.einsum('ij->j', x)": lambda o: gs.einsum("ij->j", o.x),
     "gs.einsum('ij,j->i', x, v)": lambda o: gs.einsum("ij,j->i", o.x, o.v),
+    # creation
+    "gs.zeros_like(x)": lambda o: gs.zeros_like(o.x),
+    "gs.full_like(xc, 1.0)": lambda o: gs.full_like(o.xc, 1.0),
+    "gs.eye(4)": lambda o: gs.eye(4, device=o.x.device),
+    "gs.random((4, 4))": lambda o: gs.random((4, 4), density=0.5, seed=1, device=o.x.device),
+    "gs.fromdense(d)": lambda o: gs.fromdense(o.d),
 }
 
 

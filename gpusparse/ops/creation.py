@@ -8,7 +8,8 @@ import warnings
 import numpy as np
 
 from gpusparse._components import place_components
-from gpusparse._device import as_device, device_scope, kernels_for, to_host, xp_for
+from gpusparse._backend import backend
+from gpusparse._device import as_device, to_host
 from gpusparse._dtypes import check_value_dtype, normalize_fill_value
 from gpusparse.ops import _fill, canonical, convert
 from gpusparse.ops._validate import check_shape
@@ -17,9 +18,9 @@ __all__ = ["asarray", "copy", "empty_like", "eye", "fromdense", "full", "full_li
            "random", "zeros", "zeros_like"]
 
 
-def _finish(coo, format, device):
-    """Convert a freshly made COO to the requested format (and device)."""
-    out = coo if format is None else convert.asformat(coo, format)
+def _finish(coo, format, device, be=None):
+    """Convert a freshly made COO to the requested format (and device); ``be`` is its backend, if known."""
+    out = coo if format is None else convert.asformat(coo, format, be=be)
     return out if device is None else convert.to_device(out, device)
 
 
@@ -57,8 +58,9 @@ def fromdense(dense, *, fill_value=None, sparse_dim=None, format="coo", device=N
     sparse_dim = ndim if sparse_dim is None else int(sparse_dim)
     if not 0 <= sparse_dim <= ndim:
         raise ValueError(f"sparse_dim must be in [0, {ndim}], got {sparse_dim}")
-    xp = xp_for(dev)
-    with device_scope(dev):
+    be = backend(dev)
+    xp = be.xp
+    with be.scope():
         differs = _differs(arr, fill, xp)
         mask = differs.any(axis=tuple(range(sparse_dim, ndim))) if sparse_dim < ndim else differs
         if sparse_dim == 0:
@@ -70,7 +72,7 @@ def fromdense(dense, *, fill_value=None, sparse_dim=None, format="coo", device=N
             coords = xp.stack(where).astype(np.int64) if where else xp.zeros((0, 0), np.int64)
             data = xp.ascontiguousarray(arr[where])
     coo = COO._from_parts(coords, data, arr.shape, fill, dev, sorted=True, unique=True)
-    return _finish(coo, format, None)
+    return _finish(coo, format, None, be)
 
 
 def zero_d_as_sparse(value):
@@ -163,12 +165,13 @@ def asarray(obj, *, format=None, device=None, copy=None, fill_value=None):
 def _nothing_stored(shape, sparse_dim, dtype, fill, dev, format):
     """A COO array (then ``format``) of ``shape`` with no stored entries and fill ``fill``."""
     from gpusparse.containers import COO
-    xp = xp_for(dev)
-    with device_scope(dev):
+    be = backend(dev)
+    xp = be.xp
+    with be.scope():
         coords = xp.zeros((sparse_dim, 0), dtype=np.int64)
         data = xp.zeros((0,) + tuple(shape[sparse_dim:]), dtype=dtype)
     coo = COO._from_parts(coords, data, tuple(shape), fill, dev, sorted=True, unique=True)
-    return _finish(coo, format, None)
+    return _finish(coo, format, None, be)
 
 
 def _cast_fill(value, dtype, argument="fill_value"):
@@ -338,14 +341,15 @@ def eye(N, M=None, k=0, dtype=np.float64, format="coo", device=None):
     dtype = check_value_dtype(dtype, "dtype")
     k = int(k)
     dev = as_device(device)
-    xp = xp_for(dev)
+    be = backend(dev)
+    xp = be.xp
     length = max(0, min(N - max(-k, 0), M - max(k, 0)))
-    with device_scope(dev):
+    with be.scope():
         diag = xp.arange(length, dtype=np.int64)
         coords = xp.stack([diag + max(-k, 0), diag + max(k, 0)])
         data = xp.ones(length, dtype=dtype)
     coo = COO._from_parts(coords, data, (N, M), dtype.type(0), dev, sorted=True, unique=True)
-    return _finish(coo, format, None)
+    return _finish(coo, format, None, be)
 
 
 def random(shape, density=0.01, dtype=np.float64, format="coo", device=None, *, seed=None,
@@ -373,15 +377,16 @@ def random(shape, density=0.01, dtype=np.float64, format="coo", device=None, *, 
         raise ValueError(f"shape {shape} has too many elements ({size}) for random()")
     nnz = int(round(density * size))
     dev = as_device(device)
-    k, xp = kernels_for(dev), xp_for(dev)
-    with device_scope(dev):
+    be = backend(dev)
+    k, xp = be.kernels, be.xp
+    with be.scope():
         rng = xp.random.default_rng(seed)
         keys = _distinct_sorted_keys(size, nnz, rng, k, xp)
         coords = k.delinearize(keys, shape)
         data = _random_values(rng, nnz, dtype, xp)
     coo = COO._from_parts(coords, data, shape, normalize_fill_value(fill_value, dtype), dev,
                           sorted=True, unique=True)
-    return _finish(coo, format, None)
+    return _finish(coo, format, None, be)
 
 
 def _distinct_sorted_keys(size, nnz, rng, k, xp):
