@@ -86,7 +86,6 @@ FAMILIES = [
     ("gpusparse.ops.elementwise", "Elementwise operations"),
     ("gpusparse.ops.comparison", "Comparison"),
     ("gpusparse.ops.reductions", "Reductions"),
-    ("gpusparse.ops.manipulation", "Manipulation"),
     ("gpusparse.ops.shape", "Manipulation"),
     ("gpusparse.ops.indexing", "Indexing and selection"),
     ("gpusparse.ops.along_axis", "Indexing and selection"),
