@@ -62,7 +62,8 @@ def _operands(device):
     """Small operands on ``device``: COO ``x``, ``y``, ``z``, their CSR ``xc``, ``zc``, a vector ``v``,
     an uncoalesced COO ``u``, ``w``, ``x`` with a leading axis of length one, a dense ``d`` of ``x``'s
     shape, integer indices ``i`` along ``x``'s second axis, the softmax ``s`` of ``x`` and a
-    gradient ``g`` for its values, and ``h``, two rows of ``x`` stored as dense blocks."""
+    gradient ``g`` for its values, ``h``, two rows of ``x`` stored as dense blocks, and ``e``, a
+    diagonal CSR matrix."""
     x = gs.random((6, 5), density=0.5, seed=1, device=device, format="coo")
     y = gs.random((5, 4), density=0.5, seed=2, device=device, format="coo")
     z = gs.random((6, 5), density=0.5, seed=3, device=device, format="coo")
@@ -73,7 +74,15 @@ def _operands(device):
     return types.SimpleNamespace(x=x, y=y, z=z, xc=x.tocsr(), zc=z.tocsr(), v=v, u=u, w=x[None],
                                  d=xp.arange(30.0).reshape(6, 5), i=xp.zeros((6, 2), dtype=np.int64),
                                  s=s, g=xp.ones(s.data.shape),
-                                 h=gs.COO([[0, 2]], x.todense()[[0, 2]], shape=(6, 5), device=device))
+                                 h=gs.COO([[0, 2]], x.todense()[[0, 2]], shape=(6, 5), device=device),
+                                 e=gs.eye(12, format="csr", device=device) * 2.0)
+
+
+def _with_library_solvers(o, operation):
+    """``operation()``, skipped on a CUDA device without CuPy's sparse solvers (``cupyx``)."""
+    if o.x.device.is_cuda:
+        pytest.importorskip("cupyx.scipy.sparse.linalg")
+    return operation()
 
 
 #: Representative operations of every family that resolves its device once.
@@ -151,6 +160,16 @@ OPERATIONS = {
     "gs.einsum('ij,jk->', x, y)": lambda o: gs.einsum("ij,jk->", o.x, o.y),
     "gs.einsum('ij->j', x)": lambda o: gs.einsum("ij->j", o.x),
     "gs.einsum('ij,j->i', x, v)": lambda o: gs.einsum("ij,j->i", o.x, o.v),
+    # linalg: norms, the randomized low-rank factorizations, an eigensolver, a dense routine
+    "gs.linalg.norm(x, axis=1)": lambda o: gs.linalg.norm(o.x, axis=1),
+    "gs.linalg.norm(x)": lambda o: gs.linalg.norm(o.x),
+    "gs.linalg.norm(xc, 1)": lambda o: gs.linalg.norm(o.xc, 1),
+    "gs.linalg.norm(x, -inf, axis=0)": lambda o: gs.linalg.norm(o.x, -np.inf, axis=0),
+    "gs.linalg.norm(x, inf, axis=0, keepdims=True)": lambda o: gs.linalg.norm(o.x, np.inf, axis=0, keepdims=True),
+    "gs.linalg.svd_lowrank(xc, 2)": lambda o: gs.linalg.svd_lowrank(o.xc, 2, seed=0),
+    "gs.linalg.pca_lowrank(x, 2)": lambda o: gs.linalg.pca_lowrank(o.x, 2, seed=0),
+    "gs.linalg.lobpcg(e, 1)": lambda o: _with_library_solvers(o, lambda: gs.linalg.lobpcg(o.e, 1, seed=0)),
+    "gs.linalg.inv(e)": lambda o: gs.linalg.inv(o.e),
     # creation
     "gs.zeros_like(x)": lambda o: gs.zeros_like(o.x),
     "gs.full_like(xc, 1.0)": lambda o: gs.full_like(o.xc, 1.0),

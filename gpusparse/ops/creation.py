@@ -49,16 +49,26 @@ def fromdense(dense, *, fill_value=None, sparse_dim=None, format="coo", device=N
     (array([[0, 1],
            [1, 0]]), array([1, 2]))
     """
-    from gpusparse.containers import COO
     arrays, dev = place_components({"dense": dense}, device)
-    arr = arrays["dense"]
+    return _from_dense_array(arrays["dense"], fill_value, sparse_dim, format, backend(dev))
+
+
+def fromdense_on(dense, be, *, fill_value=None, sparse_dim=None, format="coo"):
+    """:func:`fromdense` of ``dense`` onto the device of the backend ``be``."""
+    arrays, _ = place_components({"dense": dense}, be.device)
+    return _from_dense_array(arrays["dense"], fill_value, sparse_dim, format, be)
+
+
+def _from_dense_array(arr, fill_value, sparse_dim, format, be):
+    """The body of :func:`fromdense`: ``arr`` lives on ``be``'s device."""
+    from gpusparse.containers import COO
+    dev = be.device
     check_value_dtype(arr.dtype, "dense")
     fill = normalize_fill_value(fill_value, arr.dtype)
     ndim = arr.ndim
     sparse_dim = ndim if sparse_dim is None else int(sparse_dim)
     if not 0 <= sparse_dim <= ndim:
         raise ValueError(f"sparse_dim must be in [0, {ndim}], got {sparse_dim}")
-    be = backend(dev)
     xp = be.xp
     with be.scope():
         differs = _differs(arr, fill, xp)

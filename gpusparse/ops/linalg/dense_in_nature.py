@@ -19,7 +19,7 @@ or :func:`gpusparse.linalg.svd_lowrank` instead.
 from __future__ import annotations
 
 import gpusparse._memory as _memory
-from gpusparse._device import device_of, device_scope, xp_for
+from gpusparse._backend import backend_of
 
 __all__ = ["dense_call"]
 
@@ -34,11 +34,11 @@ def _is_sparse(x) -> bool:
     return isinstance(x, SparseArray)
 
 
-def _as_sparse(result, xp):
-    from gpusparse.ops.creation import fromdense
+def _as_sparse(result, be):
+    from gpusparse.ops.creation import fromdense_on
     if isinstance(result, tuple):
-        return tuple(_as_sparse(r, xp) for r in result)
-    return fromdense(xp.asarray(result), fill_value=0)
+        return tuple(_as_sparse(r, be) for r in result)
+    return fromdense_on(be.xp.asarray(result), be, fill_value=0)
 
 
 def dense_call(name, arrays, compute, result_type=None):
@@ -57,18 +57,19 @@ def dense_call(name, arrays, compute, result_type=None):
     array([[0.5 , 0.  ],
            [0.  , 0.25]])
     """
+    from gpusparse.ops import convert
     names = ("x",) if len(arrays) == 1 else tuple(f"x{i + 1}" for i in range(len(arrays)))
     for argument, a in zip(names, arrays):
         if not _is_sparse(a):
             raise TypeError(f"{name}: {argument} must be a gpusparse array, got {type(a).__name__}")
-    dev = device_of(*arrays, what=names)
-    xp = xp_for(dev)
+    be = backend_of(*arrays, what=names)
+    dev, xp = be.device, be.xp
     dense = sum(_memory.nbytes(a.shape, a.dtype) for a in arrays)
     shapes = ", ".join(f"{argument} {a.shape} {a.dtype.name}" for argument, a in zip(names, arrays))
     _memory.require(_WORKING_COPIES * dense, dev,
                     f"densifying {shapes} ({_memory.describe(dense)}) with the routine's results and workspace",
                     name)
-    with device_scope(dev), _memory.operation(name):
-        out = compute(xp, *(a.todense() for a in arrays))
-        out = _as_sparse(tuple(out) if isinstance(out, tuple) else out, xp)
+    with be.scope(), _memory.operation(name):
+        out = compute(xp, *(convert.to_dense(a, be=be) for a in arrays))
+        out = _as_sparse(tuple(out) if isinstance(out, tuple) else out, be)
     return result_type(*out) if result_type is not None else out

@@ -11,20 +11,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusparse._device import device_scope, xp_for
+from gpusparse._backend import backend_of
 
 __all__ = ["lobpcg"]
 
 
-def _as_operator(x, name, device):
-    """A library LinearOperator (sparse input) or the array itself (dense input)."""
+def _as_operator(x, name, be):
+    """A library LinearOperator (sparse input) or the array itself (dense input), on ``be``."""
     if x is None:
         return None
     from gpusparse.ops.linalg.linear_operator import _is_sparse, aslinearoperator
     if _is_sparse(x):
-        if x.device != device:
-            raise ValueError(f"{name} is on {x.device} but A is on {device}; move one with .to(device)")
-        return aslinearoperator(x)
+        if x.device != be.device:
+            raise ValueError(f"{name} is on {x.device} but A is on {be.device}; move one with .to(device)")
+        return aslinearoperator(x, be=be)
     if callable(x) and not hasattr(x, "shape"):
         raise TypeError(f"{name} must be a sparse array, a dense array or a LinearOperator")
     if hasattr(x, "matvec"):
@@ -77,17 +77,14 @@ def lobpcg(A, k=None, B=None, X=None, n=None, iK=None, niter=None, tol=None, lar
     if len(shape) != 2 or shape[0] != shape[1]:
         raise ValueError(f"lobpcg: A must be square, got shape {shape}")
     m = shape[0]
-    if _is_sparse(A):
-        device = A.device
-    else:
+    if not _is_sparse(A):
         from gpusparse._components import to_array
-        from gpusparse._device import array_device
         A, _ = to_array(A, "A")
-        device = array_device(A)
-    xp = xp_for(device)
+    be = backend_of(A)
+    device, xp = be.device, be.xp
     largest = True if largest is None else bool(largest)
     niter = 1000 if niter is None else (2**31 - 1 if int(niter) < 0 else int(niter))
-    with device_scope(device):
+    with be.scope():
         dtype = np.dtype(A.dtype)
         dtype = dtype if dtype.kind in "fc" else np.dtype(np.float64)
         if X is None:
@@ -106,9 +103,9 @@ def lobpcg(A, k=None, B=None, X=None, n=None, iK=None, niter=None, tol=None, lar
                 raise ValueError(f"lobpcg: k ({k}) exceeds X's {X.shape[1]} columns")
         if not 1 <= k <= m:
             raise ValueError(f"lobpcg: k must be in [1, {m}], got {k}")
-        op_A = _as_operator(A, "A", device)
-        op_B = _as_operator(B, "B", device)
-        op_M = _as_operator(iK, "iK", device)
+        op_A = _as_operator(A, "A", be)
+        op_B = _as_operator(B, "B", be)
+        op_M = _as_operator(iK, "iK", be)
         if device.is_cuda:
             from cupyx.scipy.sparse.linalg import lobpcg as library_lobpcg
         else:

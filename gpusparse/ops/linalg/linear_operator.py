@@ -42,14 +42,14 @@ class SparseOperator:
     (array([2., 3., 0.]), array([0., 1., 2.]))
     """
 
-    def __init__(self, x):
+    def __init__(self, x, *, be=None):
         from gpusparse.ops.linalg.operands import all_sparse, csr_view, require_zero_fill
         if not _is_sparse(x):
             raise TypeError(f"x must be a gpusparse sparse array, got {type(x).__name__}")
         if x.ndim != 2:
             raise ValueError(f"x must be 2-D to act as a linear operator, got shape {x.shape}")
         require_zero_fill(x, "x", "aslinearoperator")
-        self._backend = backend(x.device)
+        self._backend = backend(x.device) if be is None else be  # be: the caller's backend of x's device
         x = all_sparse(x, be=self._backend)
         self.shape = tuple(x.shape)
         self.device = x.device
@@ -94,7 +94,7 @@ class SparseOperator:
     rmatmat = rmatvec
 
 
-def aslinearoperator(x):
+def aslinearoperator(x, *, be=None):
     """A SciPy (CPU) or CuPy (CUDA) ``LinearOperator`` backed by gpusparse's SpMV / SpMM.
 
     The operator runs on ``x``'s device: SciPy's iterative solvers for CPU
@@ -107,6 +107,8 @@ def aslinearoperator(x):
     ----------
     x : SparseArray or dense array
         A 2-D array with a zero fill value.
+    be : Backend, optional
+        The backend of ``x``'s device, when the caller has it already.
 
     Examples
     --------
@@ -126,7 +128,7 @@ def aslinearoperator(x):
             return cupy_aslinop(arr)
         from scipy.sparse.linalg import aslinearoperator as scipy_aslinop
         return scipy_aslinop(arr)
-    op = SparseOperator(x)
+    op = SparseOperator(x, be=be)
     if op.device.is_cuda:
         from cupyx.scipy.sparse.linalg import LinearOperator
     else:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusparse._device import device_scope, xp_for
+from gpusparse._backend import backend_of
 
 __all__ = ["get_approximate_basis", "pca_lowrank", "svd_lowrank"]
 
@@ -26,27 +26,28 @@ def _float_dtype(dtype) -> np.dtype:
 class _Shifted:
     """``A - M`` applied to blocks, without forming it. ``M`` broadcasts to ``A``'s shape."""
 
-    def __init__(self, A, M=None):
+    def __init__(self, A, M=None, be=None):
         from gpusparse.ops.linalg.linear_operator import SparseOperator, _is_sparse
         self.sparse = _is_sparse(A)
         if self.sparse:
-            self.op = SparseOperator(A)
+            self.op = SparseOperator(A, be=be)
             self.shape, self.device = self.op.shape, self.op.device
+            self.backend = self.op._backend
             self.dtype = _float_dtype(self.op.dtype)
         else:
             from gpusparse._components import to_array
-            from gpusparse._device import array_device
             arr, _ = to_array(A, "A")
             if arr.ndim != 2:
                 raise ValueError(f"A must be 2-D, got shape {arr.shape}")
-            self.device = array_device(arr)
+            self.backend = backend_of(arr) if be is None else be
+            self.device = self.backend.device
             self.dtype = _float_dtype(arr.dtype)
             self.dense = arr.astype(self.dtype, copy=False)
             self.shape = tuple(arr.shape)
-        xp = xp_for(self.device)
+        xp = self.backend.xp
         self.M = None
         if M is not None:
-            with device_scope(self.device):
+            with self.backend.scope():
                 M = xp.asarray(M)
                 if M.ndim != 2:
                     M = M.reshape((1,) * (2 - M.ndim) + M.shape)
@@ -60,11 +61,11 @@ class _Shifted:
 
     @property
     def xp(self):
-        return xp_for(self.device)
+        return self.backend.xp
 
     def matmat(self, X):
         """``(A - M) @ X``."""
-        with device_scope(self.device):
+        with self.backend.scope():
             Y = self.op.matmat(X) if self.sparse else self.dense @ X
             if self.M is not None:
                 Y = Y - self.M @ X
@@ -73,7 +74,7 @@ class _Shifted:
     def rmatmat(self, X):
         """``(A - M)^H @ X``."""
         xp = self.xp
-        with device_scope(self.device):
+        with self.backend.scope():
             Y = self.op.rmatmat(X) if self.sparse else xp.conj(self.dense).T @ X
             if self.M is not None:
                 if self.M.shape[0] == 1 and self.shape[0] != 1:  # M = ones(m, 1) @ row
@@ -89,7 +90,7 @@ class _Adjoint:
     def __init__(self, op):
         self.op = op
         self.shape = op.shape[::-1]
-        self.dtype, self.device = op.dtype, op.device
+        self.dtype, self.device, self.backend = op.dtype, op.device, op.backend
 
     def matmat(self, X):
         return self.op.rmatmat(X)
@@ -112,7 +113,7 @@ def _orthonormal(X, xp):
 
 
 def _basis(op, q, niter, rng):
-    xp = xp_for(op.device)
+    xp = op.backend.xp
     R = _randn(rng, (op.shape[1], q), op.dtype, xp)
     Q = _orthonormal(op.matmat(R), xp)
     for _ in range(niter):
@@ -139,8 +140,8 @@ def get_approximate_basis(A, q, niter=2, M=None, *, seed=None):
     ((5, 2), True)
     """
     op = _Shifted(A, M)
-    xp = xp_for(op.device)
-    with device_scope(op.device):
+    xp = op.backend.xp
+    with op.backend.scope():
         rng = xp.random.default_rng(seed)
         return _basis(op, q, int(niter), rng)
 
@@ -176,11 +177,16 @@ def svd_lowrank(A, q=6, niter=2, M=None, *, seed=None):
     >>> np.round(S, 10).tolist()
     [5.0, 3.0, 1.0]
     """
-    op = _Shifted(A, M)
+    return _svd_lowrank(A, q, niter, M, seed, None)
+
+
+def _svd_lowrank(A, q, niter, M, seed, be):
+    """:func:`svd_lowrank`; ``be`` is the backend of ``A``'s device when the caller has it (else None)."""
+    op = _Shifted(A, M, be)
     m, n = op.shape
     q = _check_q(q, m, n)
-    xp = xp_for(op.device)
-    with device_scope(op.device):
+    xp = op.backend.xp
+    with op.backend.scope():
         rng = xp.random.default_rng(seed)
         work = _Adjoint(op) if m < n else op
         Q = _basis(work, q, int(niter), rng)
@@ -221,16 +227,16 @@ def pca_lowrank(A, q=None, center=True, niter=2, *, seed=None):
     if not center:
         return svd_lowrank(A, q, niter, None, seed=seed)
     if _is_sparse(A):
-        from gpusparse.ops.linalg.products import matmul
-        xp = xp_for(A.device)
-        with device_scope(A.device):
+        from gpusparse.ops.linalg.products import matmul_on
+        be = backend_of(A)
+        with be.scope():
             dtype = _float_dtype(A.dtype)
-            mean = matmul(xp.ones((1, m), dtype=dtype), A) / dtype.type(max(m, 1))
+            mean = matmul_on(be.xp.ones((1, m), dtype=dtype), A, be) / dtype.type(max(m, 1))
     else:
         from gpusparse._components import to_array
-        from gpusparse._device import array_device
         arr, _ = to_array(A, "A")
-        with device_scope(array_device(arr)):
+        be = backend_of(arr)
+        with be.scope():
             mean = arr.astype(_float_dtype(arr.dtype), copy=False).mean(axis=0, keepdims=True)
         A = arr
-    return svd_lowrank(A, q, niter, mean, seed=seed)
+    return _svd_lowrank(A, q, niter, mean, seed, be)

@@ -14,7 +14,7 @@ import operator
 
 import numpy as np
 
-from gpusparse._device import device_scope, xp_for
+from gpusparse._backend import backend_of
 
 __all__ = ["norm"]
 
@@ -28,104 +28,100 @@ def _real_dtype(dtype) -> np.dtype:
     return np.dtype(np.float64)
 
 
-def _abs_coo(x, rdtype, power=1):
-    """Coalesced all-sparse COO of ``|x| ** power`` in ``rdtype``."""
+def _abs_coo(x, rdtype, be, power=1):
+    """Coalesced all-sparse COO of ``|x| ** power`` in ``rdtype``, on ``be``."""
     from gpusparse.ops import canonical, convert
     from gpusparse.ops.linalg.operands import all_sparse, as_coo
-    coo = canonical.coalesce(as_coo(all_sparse(x)))
-    xp = xp_for(coo.device)
-    with device_scope(coo.device):
+    coo = canonical.coalesce(as_coo(all_sparse(x, be=be), be=be), be=be)
+    xp = be.xp
+    with be.scope():
         values = xp.abs(coo.data).astype(rdtype)
         if power != 1:
             values = values ** rdtype.type(power)
     return convert.rebuild(coo, (coo.coords, values), fill_value=rdtype.type(0))
 
 
-def _pattern_coo(x, rdtype):
-    """Coalesced COO with 1 where ``x`` stores a non-zero value (after summing duplicates)."""
+def _pattern_coo(x, rdtype, be):
+    """Coalesced COO with 1 where ``x`` stores a non-zero value (after summing duplicates), on ``be``."""
     from gpusparse.ops import canonical, convert
     from gpusparse.ops.linalg.operands import all_sparse, as_coo
-    coo = canonical.coalesce(as_coo(all_sparse(x)))
-    with device_scope(coo.device):
+    coo = canonical.coalesce(as_coo(all_sparse(x, be=be), be=be), be=be)
+    with be.scope():
         values = (coo.data != 0).astype(rdtype)
     return convert.rebuild(coo, (coo.coords, values), fill_value=rdtype.type(0))
 
 
-def _sum_along(x, axis):
-    """Dense sums of all-sparse ``x`` along ``axis`` (a tensordot with ones)."""
-    from gpusparse.ops.linalg.products import tensordot
-    xp = xp_for(x.device)
-    with device_scope(x.device):
-        ones = xp.ones(x.shape[axis], dtype=x.dtype)
-    return tensordot(x, ones, axes=([axis], [0]))
+def _sum_along(x, axis, be):
+    """Dense sums of all-sparse ``x`` along ``axis`` (a tensordot with ones), on ``be``."""
+    from gpusparse.ops.linalg.products import tensordot_on
+    with be.scope():
+        ones = be.xp.ones(x.shape[axis], dtype=x.dtype)
+    return tensordot_on(x, ones, ([axis], [0]), be)
 
 
-def _reduce_along(x, axis, op):
-    """Dense max / min over the *stored* elements of ``x`` along ``axis`` (0 for slices storing nothing)."""
-    from gpusparse._backend import backend
+def _reduce_along(x, axis, op, be):
+    """Dense max / min over the *stored* elements of ``x`` along ``axis`` (0 for slices storing nothing), on ``be``."""
     from gpusparse.ops.linalg.operands import coo_to_csr
     from gpusparse.ops.linalg.products import _matrix_of
-    from gpusparse.ops.linalg.torch_names import mm
-    xp = xp_for(x.device)
+    from gpusparse.ops.linalg.torch_names import mm_on
     other = [d for d in range(x.ndim) if d != axis]
-    with device_scope(x.device):
-        be = backend(x.device)
+    with be.scope():
         matrix = coo_to_csr(_matrix_of(x, other, [axis], be), warn=False, be=be)
-        ones = xp.ones((x.shape[axis], 1), dtype=x.dtype)
-        out = mm(matrix, ones, reduce=op)
+        ones = be.xp.ones((x.shape[axis], 1), dtype=x.dtype)
+        out = mm_on(matrix, ones, op, be)
     return out.reshape(tuple(x.shape[d] for d in other))
 
 
-def _vector_norm(x, ord, axis, rdtype):
-    xp = xp_for(x.device)
+def _vector_norm(x, ord, axis, rdtype, be):
+    xp = be.xp
     n = x.shape[axis]
     if ord is None or ord == 2:
-        with device_scope(x.device):
-            return xp.sqrt(_sum_along(_abs_coo(x, rdtype, 2), axis))
+        with be.scope():
+            return xp.sqrt(_sum_along(_abs_coo(x, rdtype, be, 2), axis, be))
     if ord == 1:
-        return _sum_along(_abs_coo(x, rdtype), axis)
+        return _sum_along(_abs_coo(x, rdtype, be), axis, be)
     if ord == np.inf:
-        return _reduce_along(_abs_coo(x, rdtype), axis, "max")
-    count = _sum_along(_pattern_coo(x, rdtype), axis)
+        return _reduce_along(_abs_coo(x, rdtype, be), axis, "max", be)
+    count = _sum_along(_pattern_coo(x, rdtype, be), axis, be)
     if ord == 0:
         return count
     full = count == n  # slices with no zero element
-    with device_scope(x.device):
+    with be.scope():
         if ord == -np.inf:
-            smallest = _reduce_along(_abs_coo(x, rdtype), axis, "min")
+            smallest = _reduce_along(_abs_coo(x, rdtype, be), axis, "min", be)
             return xp.where(full, smallest, rdtype.type(0))
         p = float(ord)
-        total = _sum_along(_abs_coo(x, rdtype, p), axis)
+        total = _sum_along(_abs_coo(x, rdtype, be, p), axis, be)
         if p < 0:
             safe = xp.where(full, total, rdtype.type(1))
             return xp.where(full, safe ** rdtype.type(1.0 / p), rdtype.type(0))
         return total ** rdtype.type(1.0 / p)
 
 
-def _frobenius(x, rdtype):
-    xp = xp_for(x.device)
-    sq = _abs_coo(x, rdtype, 2)
-    with device_scope(x.device):
+def _frobenius(x, rdtype, be):
+    xp = be.xp
+    sq = _abs_coo(x, rdtype, be, 2)
+    with be.scope():
         return xp.sqrt(sq.data.sum(dtype=rdtype))
 
 
-def _matrix_norm(x, ord, axes, rdtype):
+def _matrix_norm(x, ord, axes, rdtype, be):
     r, c = axes
     if ord in (None, "fro", "f"):
         if x.ndim != 2:
             raise ValueError("norm: a matrix Frobenius norm over two of more than two axes is not supported")
-        return _frobenius(x, rdtype)
+        return _frobenius(x, rdtype, be)
     if ord in (2, -2, "nuc"):
         raise ValueError(f"norm: ord={ord!r} needs singular values; use gpusparse.linalg.svd_lowrank "
                          "or scipy/cupyx svds through gpusparse.linalg.aslinearoperator")
     if x.ndim != 2:
         raise ValueError("norm: matrix norms are supported for 2-D arrays only")
-    absx = _abs_coo(x, rdtype)
+    absx = _abs_coo(x, rdtype, be)
     if ord in (1, -1):
-        sums = _sum_along(absx, r)
+        sums = _sum_along(absx, r, be)
     else:
-        sums = _sum_along(absx, c)
-    with device_scope(x.device):
+        sums = _sum_along(absx, c, be)
+    with be.scope():
         if sums.size == 0:
             raise ValueError("norm: zero-size array to a matrix norm")
         return sums.max() if ord in (1, np.inf) else sums.min()
@@ -169,18 +165,19 @@ def norm(x, ord=None, axis=None, keepdims=False):
     from gpusparse.ops.linalg.operands import is_sparse, require_zero_fill
     if not is_sparse(x):
         from gpusparse._components import to_array
-        from gpusparse._device import array_device
         arr, _ = to_array(x, "x")
-        with device_scope(array_device(arr)):
-            return xp_for(array_device(arr)).linalg.norm(arr, ord=ord, axis=axis, keepdims=keepdims)
+        be = backend_of(arr)
+        with be.scope():
+            return be.xp.linalg.norm(arr, ord=ord, axis=axis, keepdims=keepdims)
     require_zero_fill(x, "x", "norm")
     rdtype = _real_dtype(x.dtype)
-    xp = xp_for(x.device)
+    be = backend_of(x)
+    xp = be.xp
     if axis is None:
         if ord is None:
-            out = _frobenius(x, rdtype)
+            out = _frobenius(x, rdtype, be)
             if keepdims:
-                with device_scope(x.device):
+                with be.scope():
                     out = out.reshape((1,) * x.ndim)
             return out
         if x.ndim == 1:
@@ -205,15 +202,15 @@ def norm(x, ord=None, axis=None, keepdims=False):
     if len(axes) == 1:
         if isinstance(ord, str):
             raise ValueError(f"norm: ord={ord!r} is a matrix norm; a vector norm takes a number")
-        out = _vector_norm(x, ord, axes[0], rdtype)
+        out = _vector_norm(x, ord, axes[0], rdtype, be)
     elif len(axes) == 2:
         if ord not in _MATRIX_ORDS:
             raise ValueError(f"norm: invalid matrix norm ord={ord!r}; one of {_MATRIX_ORDS}")
-        out = _matrix_norm(x, ord, axes, rdtype)
+        out = _matrix_norm(x, ord, axes, rdtype, be)
     else:
         raise ValueError(f"norm: axis must name one or two axes, got {axis}")
     if keepdims:
         shape = tuple(1 if d in axes else x.shape[d] for d in range(x.ndim))
-        with device_scope(x.device):
+        with be.scope():
             out = xp.asarray(out).reshape(shape)
     return out

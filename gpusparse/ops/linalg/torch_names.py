@@ -85,7 +85,12 @@ def mm(a, b, reduce=None):
     [[1.0, 2.0], [0.0, 0.0], [9.0, -12.0]]
     """
     (a, b), dev = prepare((a, b), ("a", "b"))
-    be = backend(dev)
+    return mm_on(a, b, reduce, backend(dev))
+
+
+def mm_on(a, b, reduce, be):
+    """:func:`mm` of ``a`` and ``b`` on the backend ``be`` of their one device."""
+    (a, b), _ = prepare((a, b), ("a", "b"))
     _need_ndim(a, 2, "a", "mm")
     _need_ndim(b, 2, "b", "mm")
     op = None if reduce is None else _reduce_name(reduce)
