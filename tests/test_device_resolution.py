@@ -160,6 +160,16 @@ OPERATIONS = {
     "gs.einsum('ij,jk->', x, y)": lambda o: gs.einsum("ij,jk->", o.x, o.y),
     "gs.einsum('ij->j', x)": lambda o: gs.einsum("ij->j", o.x),
     "gs.einsum('ij,j->i', x, v)": lambda o: gs.einsum("ij,j->i", o.x, o.v),
+    # NaN-ignoring reductions, and the size-1 axes of keepdims
+    "gs.nanmax(x, axis=0)": lambda o: gs.nanmax(o.x, axis=0),
+    "gs.nanmin(xc, axis=1, keepdims=True)": lambda o: gs.nanmin(o.xc, axis=1, keepdims=True),
+    "gs.nansum(x, axis=0)": lambda o: gs.nansum(o.x, axis=0),
+    "gs.nanprod(x)": lambda o: gs.nanprod(o.x),
+    "gs.nanmean(x, axis=1)": lambda o: gs.nanmean(o.x, axis=1),
+    "gs.nanvar(x)": lambda o: gs.nanvar(o.x),
+    "x.sum(axis=0, keepdims=True)": lambda o: o.x.sum(axis=0, keepdims=True),
+    "x.argmax(axis=0, keepdims=True)": lambda o: o.x.argmax(axis=0, keepdims=True),
+    "x.var(axis=0, keepdims=True)": lambda o: o.x.var(axis=0, keepdims=True),
     # linalg: norms, the randomized low-rank factorizations, an eigensolver, a dense routine
     "gs.linalg.norm(x, axis=1)": lambda o: gs.linalg.norm(o.x, axis=1),
     "gs.linalg.norm(x)": lambda o: gs.linalg.norm(o.x),

@@ -67,7 +67,7 @@ def _arg(x, axis, keepdims, name):
         if isinstance(result, SparseArray) and (x.sparse_dim == 0 or x.sparse_dim == 1 and axis == 0):
             result = result.todense()  # every sparse axis of x reduced: dense, as other reductions
         if keepdims:
-            result = (keepdims_sparse(result, x.shape, (axis,), coo.sparse_dim) if isinstance(result, SparseArray)
+            result = (keepdims_sparse(result, x.shape, (axis,), coo.sparse_dim, be=be) if isinstance(result, SparseArray)
                       else keepdims_dense(result, x.shape, (axis,), xp))
         return result
 

@@ -73,7 +73,7 @@ def reduce_with(x, mono, axis, keepdims, dtype, name, initial=NO_VALUE, *, be=No
         if initial is not NO_VALUE and math.prod(x.shape[a] for a in axes):
             result = _with_initial(result, mono, initial, out_dtype, xp)
         if keepdims:
-            result = (keepdims_sparse(result, x.shape, axes, x.sparse_dim) if hasattr(result, "fill_value")
+            result = (keepdims_sparse(result, x.shape, axes, x.sparse_dim, be=be) if hasattr(result, "fill_value")
                       else keepdims_dense(result, x.shape, axes, xp))
     return result
 

@@ -124,7 +124,7 @@ def moment(x, axis, dtype, ddof, keepdims, name, skip_nan=False):
             result = elemwise(np.sqrt, result) if isinstance(result, SparseArray) else \
                 dense_result(xp.sqrt(result), result.dtype, result.shape, xp)
         if keepdims:
-            result = (keepdims_sparse(result, x.shape, axes, coo.sparse_dim) if isinstance(result, SparseArray)
+            result = (keepdims_sparse(result, x.shape, axes, coo.sparse_dim, be=be) if isinstance(result, SparseArray)
                       else keepdims_dense(result, x.shape, axes, xp))
     return result
 

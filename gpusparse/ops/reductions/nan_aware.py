@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusparse._device import xp_for
+from gpusparse._backend import backend
 from gpusparse.ops.reductions.arguments import NO_VALUE, check_unsupported, normalize_axes
-from gpusparse.ops.reductions.engine import check_identity
+from gpusparse.ops.reductions.engine import check_identity, reduce_with
 from gpusparse.ops.reductions.folds import max, min, prod, sum
 from gpusparse.ops.reductions.moments import mean, mean_dtype, moment
+from gpusparse.ops.reductions.monoid import Monoid
 from gpusparse.ops.reductions.results import dense_result
-from gpusparse.ops.reductions.truth import any
 
 __all__ = ["nan_to", "nanmax", "nanmean", "nanmin", "nanprod", "nanstd", "nansum", "nanvar"]
 
@@ -32,12 +32,28 @@ class _ReplaceNan:
         return np.where(np.isnan(v), self.value, v)
 
 
-def nan_to(x, value):
-    """``x`` with NaN (in the values and the fill value) replaced by ``value``."""
-    from gpusparse.ops.elementwise.dispatch import elemwise
+def nan_to(x, value, *, be=None):
+    """``x`` with NaN (in the values and the fill value) replaced by ``value``.
+
+    ``be`` is the backend of ``x``'s device, when the caller has it already.
+    """
     if x.dtype.kind not in "fc":
         return x
-    return elemwise(_ReplaceNan(value), x)
+    return _ew(_ReplaceNan(value), x, be=be)
+
+
+def _ew(func, *args, be):
+    """``elemwise(func, *args)`` on the backend ``be`` (None: the operands' own)."""
+    from gpusparse.ops.elementwise.dispatch import apply, elemwise
+    from gpusparse.ops.elementwise.operands import classify
+    if be is None:
+        return elemwise(func, *args)
+    return apply(func, classify(args), {}, be=be)
+
+
+def _not_nan(x, be):
+    """Bool sparse ``~isnan(x)``, on ``be``."""
+    return _ew(np.logical_not, _ew(np.isnan, x, be=be), be=be)
 
 
 def nansum(x, axis=None, dtype=None, out=None, keepdims=False, initial=NO_VALUE, where=None):
@@ -50,7 +66,10 @@ def nansum(x, axis=None, dtype=None, out=None, keepdims=False, initial=NO_VALUE,
     array(2.)
     """
     check_unsupported(out, where, "nansum")
-    return sum(nan_to(x, 0.0), axis=axis, dtype=dtype, keepdims=keepdims, initial=initial)
+    if x.dtype.kind not in "fc":
+        return sum(x, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial)
+    be = backend(x.device)
+    return reduce_with(nan_to(x, 0.0, be=be), Monoid(np.add), axis, keepdims, dtype, "sum", initial, be=be)
 
 
 def nanprod(x, axis=None, dtype=None, out=None, keepdims=False, initial=NO_VALUE, where=None):
@@ -63,12 +82,14 @@ def nanprod(x, axis=None, dtype=None, out=None, keepdims=False, initial=NO_VALUE
     array(2.)
     """
     check_unsupported(out, where, "nanprod")
-    return prod(nan_to(x, 1.0), axis=axis, dtype=dtype, keepdims=keepdims, initial=initial)
+    if x.dtype.kind not in "fc":
+        return prod(x, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial)
+    be = backend(x.device)
+    return reduce_with(nan_to(x, 1.0, be=be), Monoid(np.multiply), axis, keepdims, dtype, "prod", initial, be=be)
 
 
 def _nan_extreme(x, axis, keepdims, name, initial):
     from gpusparse.containers import SparseArray
-    from gpusparse.ops.elementwise.dispatch import elemwise
     if x.dtype.kind not in "fc":
         return (max if name == "nanmax" else min)(x, axis=axis, keepdims=keepdims, initial=initial)
     axes = normalize_axes(axis, x.ndim)
@@ -77,14 +98,16 @@ def _nan_extreme(x, axis, keepdims, name, initial):
     guard = -np.inf if name == "nanmax" else np.inf
     if x.dtype.kind == "c":
         guard = complex(guard, guard)
-    extreme = (max if name == "nanmax" else min)(nan_to(x, guard), axis=axes, keepdims=keepdims, initial=initial)
-    seen = any(elemwise(np.logical_not, elemwise(np.isnan, x)), axis=axes, keepdims=keepdims)
+    be = backend(x.device)
+    ufunc, fold = (np.maximum, "max") if name == "nanmax" else (np.minimum, "min")
+    extreme = reduce_with(nan_to(x, guard, be=be), Monoid(ufunc), axes, keepdims, None, fold, initial, be=be)
     if initial is not NO_VALUE:
         return extreme
+    seen = reduce_with(_not_nan(x, be), Monoid(np.logical_or), axes, keepdims, None, "any", be=be)
     nan = x.dtype.type(np.nan)
     if isinstance(extreme, SparseArray):
-        return elemwise(np.where, seen, extreme, nan)
-    xp = xp_for(x.device)
+        return _ew(np.where, seen, extreme, nan, be=be)
+    xp = be.xp
     return dense_result(xp.where(seen, extreme, nan), x.dtype, extreme.shape, xp)
 
 
@@ -124,17 +147,19 @@ def nanmean(x, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     array(1.5)
     """
     from gpusparse.containers import SparseArray
-    from gpusparse.ops.elementwise.dispatch import elemwise
+    from gpusparse.ops import convert
     check_unsupported(out, where, "nanmean")
     if x.dtype.kind not in "fc":
         return mean(x, axis=axis, dtype=dtype, keepdims=keepdims)
     dt = mean_dtype(x.dtype, dtype)
-    total = sum(nan_to(x, 0.0), axis=axis, dtype=dt, keepdims=keepdims)
-    count = sum(elemwise(np.logical_not, elemwise(np.isnan, x)), axis=axis, dtype=np.int64, keepdims=keepdims)
+    be = backend(x.device)
+    axes = normalize_axes(axis, x.ndim)
+    total = reduce_with(nan_to(x, 0.0, be=be), Monoid(np.add), axes, keepdims, dt, "sum", be=be)
+    count = reduce_with(_not_nan(x, be), Monoid(np.add), axes, keepdims, np.int64, "sum", be=be)
     if isinstance(total, SparseArray):
         with np.errstate(divide="ignore", invalid="ignore"):
-            return elemwise(np.true_divide, total, count).astype(dt)
-    xp = xp_for(x.device)
+            return convert.astype(_ew(np.true_divide, total, count, be=be), dt, be=be)
+    xp = be.xp
     with np.errstate(divide="ignore", invalid="ignore"):
         return dense_result(total / count, dt, total.shape, xp)
 

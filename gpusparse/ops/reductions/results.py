@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusparse._device import xp_for
+from gpusparse._backend import backend
 from gpusparse.ops import _fill
 
 __all__ = ["dense_result", "keepdims_dense", "keepdims_sparse", "sparse_result"]
@@ -27,10 +27,10 @@ def sparse_result(coords, data, shape, fill, dev, xp, *, drop=True, flags=(True,
                            sorted=flags[0], unique=flags[1])
 
 
-def keepdims_sparse(out, x_shape, axes, sparse_dim):
-    """Re-insert the reduced axes of a sparse result as size-1 dimensions."""
+def keepdims_sparse(out, x_shape, axes, sparse_dim, *, be=None):
+    """Re-insert the reduced axes of a sparse result as size-1 dimensions (on backend ``be`` when given)."""
     from gpusparse.containers import COO
-    xp = xp_for(out.device)
+    xp = (be or backend(out.device)).xp
     shape = tuple(1 if a in axes else s for a, s in enumerate(x_shape))
     rows, it = [], iter(range(out.sparse_dim))
     n = out.nnz
