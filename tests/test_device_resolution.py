@@ -170,6 +170,12 @@ OPERATIONS = {
     "x.sum(axis=0, keepdims=True)": lambda o: o.x.sum(axis=0, keepdims=True),
     "x.argmax(axis=0, keepdims=True)": lambda o: o.x.argmax(axis=0, keepdims=True),
     "x.var(axis=0, keepdims=True)": lambda o: o.x.var(axis=0, keepdims=True),
+    # GraphBLAS-style elementwise operations
+    "gs.ewise_add(xc, zc)": lambda o: gs.ewise_add(o.xc, o.zc),
+    "gs.ewise_mult(x, z, 'min')": lambda o: gs.ewise_mult(o.x, o.z, "min"),
+    "gs.select(x, 'tril')": lambda o: gs.select(o.x, "tril"),
+    "gs.select(xc, ('valuegt', 0.5))": lambda o: gs.select(o.xc, ("valuegt", 0.5)),
+    "gs.apply(x, 'abs')": lambda o: gs.apply(o.x, "abs"),
     # linalg: norms, the randomized low-rank factorizations, an eigensolver, a dense routine
     "gs.linalg.norm(x, axis=1)": lambda o: gs.linalg.norm(o.x, axis=1),
     "gs.linalg.norm(x)": lambda o: gs.linalg.norm(o.x),

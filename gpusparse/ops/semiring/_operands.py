@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpusparse._backend import backend
 from gpusparse._device import device_scope, kernels_for, xp_for
 from gpusparse.ops import convert
 from gpusparse.ops.linalg.operands import is_sparse
@@ -22,27 +23,32 @@ def need_sparse(x, name: str, what: str, ndim=(2,)):
     return x
 
 
-def as_csr(x):
-    """2-D sparse ``x`` as a canonical CSR (duplicates of a COO summed first); ``x`` when it is CSR."""
-    return x if x.format == "csr" else convert.asformat(x, "csr")
+def as_csr(x, *, be=None):
+    """2-D sparse ``x`` as a canonical CSR (duplicates of a COO summed first); ``x`` when it is CSR.
+
+    ``be`` is the backend of ``x``'s device, when the caller has it already (so for the helpers below).
+    """
+    return x if x.format == "csr" else convert.asformat(x, "csr", be=be)
 
 
-def column_csr(v):
+def column_csr(v, *, be=None):
     """1-D sparse ``v`` of length k as the canonical CSR of a (k, 1) matrix."""
     from gpusparse.containers import COO
-    xp = xp_for(v.device)
-    with device_scope(v.device):
+    be = be or backend(v.device)
+    xp = be.xp
+    with be.scope():
         coords = xp.stack([v.coords[0], xp.zeros(v.nnz, dtype=np.int64)])
     coo = COO._from_parts(coords, v.data, (v.shape[0], 1), v.fill_value, v.device, sorted=v.sorted,
                           unique=v.unique)
-    return convert.asformat(coo, "csr")
+    return convert.asformat(coo, "csr", be=be)
 
 
-def vector_of(csr):
+def vector_of(csr, *, be=None):
     """The 1-D COO of an (m, 1) CSR."""
     from gpusparse.containers import COO
-    k = kernels_for(csr.device)
-    with device_scope(csr.device):
+    be = be or backend(csr.device)
+    k = be.kernels
+    with be.scope():
         rows = k.expand(csr.indptr, csr.nnz).reshape(1, -1)
     return COO._from_parts(rows, csr.data, (csr.shape[0],), csr.fill_value, csr.device, sorted=True, unique=True)
 

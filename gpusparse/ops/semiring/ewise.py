@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusparse._device import device_scope, kernels_for, xp_for
+from gpusparse._backend import backend
 from gpusparse.ops import canonical, convert
 from gpusparse.ops.semiring._operands import as_csr, column_csr, need_sparse, vector_of
 
@@ -84,22 +84,23 @@ def _pair(a, b, what):
         raise ValueError(f"{what}: shapes {tuple(a.shape)} and {tuple(b.shape)} differ")
     if a.device != b.device:
         raise ValueError(f"{what}: a is on {a.device} and b on {b.device}; move one explicitly")
+    be = backend(a.device)
     if a.ndim == 1:
-        return column_csr(a), column_csr(b), True
-    return as_csr(a), as_csr(b), False
+        return column_csr(a, be=be), column_csr(b, be=be), True, be
+    return as_csr(a, be=be), as_csr(b, be=be), False, be
 
 
 def _merge(a, b, op, how, what):
     f, forced = _binary(op, what)
-    ac, bc, vector = _pair(a, b, what)
+    ac, bc, vector, be = _pair(a, b, what)
     dev = a.device
-    k, xp = kernels_for(dev), xp_for(dev)
+    k, xp = be.kernels, be.xp
     dtype = np.result_type(a.dtype, b.dtype)
     with np.errstate(all="ignore"):
         fill = np.asarray(f(np, np.asarray(a.fill_value, dtype), np.asarray(b.fill_value, dtype)))
     out_dtype = forced or fill.dtype
     from gpusparse.containers import CSR
-    with device_scope(dev):
+    with be.scope():
         indptr, indices, ai, bi = k.merge_rows(ac.indptr, ac.indices, bc.indptr, bc.indices, ac.shape[1], how)
         av = xp.take(ac.data.astype(dtype, copy=False), xp.clip(ai, 0, max(ac.nnz - 1, 0))) if ac.nnz else \
             xp.zeros(ai.shape[0], dtype=dtype)
@@ -116,7 +117,7 @@ def _merge(a, b, op, how, what):
         index_dtype = indices.dtype
         res = CSR._from_parts(indptr.astype(index_dtype, copy=False), indices, values, ac.shape,
                               fill.astype(out_dtype)[()], dev)
-    return vector_of(res) if vector else res
+    return vector_of(res, be=be) if vector else res
 
 
 def ewise_add(a, b, op="plus"):
@@ -206,11 +207,11 @@ def select(a, op, thunk=None):
     if op not in SELECT_OPS:
         raise ValueError(f"select: unknown operator {op!r}; known: {', '.join(SELECT_OPS)}")
     need_sparse(a, "a", "select", ndim=(1, 2) if op.startswith("value") else (2,))
-    x = canonical.coalesce(a) if a.format == "coo" else a
+    be = backend(a.device)
+    x = canonical.coalesce(a, be=be) if a.format == "coo" else a
     thunk = 0 if thunk is None else thunk
-    dev = x.device
-    k, xp = kernels_for(dev), xp_for(dev)
-    with device_scope(dev):
+    k, xp = be.kernels, be.xp
+    with be.scope():
         if op.startswith("value"):
             v = x.data
             t = np.asarray(thunk)
@@ -229,7 +230,7 @@ def select(a, op, thunk=None):
                     "rowle": lambda: rows <= t, "rowgt": lambda: rows > t,
                     "colle": lambda: cols <= t, "colgt": lambda: cols > t}[op]()
         keep = xp.ascontiguousarray(keep)
-    return convert.keep_entries(x, keep)
+    return convert.keep_entries(x, keep, be=be)
 
 
 def apply(a, op, thunk=None):
@@ -274,12 +275,12 @@ def apply(a, op, thunk=None):
     else:
         raise ValueError(f"apply: unknown operator {op!r}; known: {', '.join(UNARY_OPS)}, a binary operator "
                          "with a thunk, or a callable")
-    x = canonical.coalesce(a) if a.format == "coo" else a
-    dev = x.device
-    xp = xp_for(dev)
+    be = backend(a.device)
+    x = canonical.coalesce(a, be=be) if a.format == "coo" else a
+    xp = be.xp
     with np.errstate(all="ignore"):
         fill = np.asarray(f(np, np.asarray(x.fill_value)))
-        with device_scope(dev):
+        with be.scope():
             values = xp.ascontiguousarray(xp.asarray(f(xp, x.data)))
     arrays = convert.components(x)[:-1] + (values,)
     return convert.rebuild(x, arrays, fill_value=fill.astype(values.dtype)[()])
