@@ -62,8 +62,9 @@ def _operands(device):
     """Small operands on ``device``: COO ``x``, ``y``, ``z``, their CSR ``xc``, ``zc``, a vector ``v``,
     an uncoalesced COO ``u``, ``w``, ``x`` with a leading axis of length one, a dense ``d`` of ``x``'s
     shape, integer indices ``i`` along ``x``'s second axis, the softmax ``s`` of ``x`` and a
-    gradient ``g`` for its values, ``h``, two rows of ``x`` stored as dense blocks, and ``e``, a
-    diagonal CSR matrix."""
+    gradient ``g`` for its values, ``h``, two rows of ``x`` stored as dense blocks, ``e``, a
+    diagonal CSR matrix, a sparse mask ``k`` of ``x @ y``'s shape, and ``x``'s first row ``r`` and
+    first column ``c`` as 1-D sparse arrays."""
     x = gs.random((6, 5), density=0.5, seed=1, device=device, format="coo")
     y = gs.random((5, 4), density=0.5, seed=2, device=device, format="coo")
     z = gs.random((6, 5), density=0.5, seed=3, device=device, format="coo")
@@ -75,7 +76,9 @@ def _operands(device):
                                  d=xp.arange(30.0).reshape(6, 5), i=xp.zeros((6, 2), dtype=np.int64),
                                  s=s, g=xp.ones(s.data.shape),
                                  h=gs.COO([[0, 2]], x.todense()[[0, 2]], shape=(6, 5), device=device),
-                                 e=gs.eye(12, format="csr", device=device) * 2.0)
+                                 e=gs.eye(12, format="csr", device=device) * 2.0,
+                                 k=gs.random((6, 4), density=0.5, seed=4, device=device, format="coo"),
+                                 r=x[0], c=x[:, 0])
 
 
 def _with_library_solvers(o, operation):
@@ -176,6 +179,15 @@ OPERATIONS = {
     "gs.select(x, 'tril')": lambda o: gs.select(o.x, "tril"),
     "gs.select(xc, ('valuegt', 0.5))": lambda o: gs.select(o.xc, ("valuegt", 0.5)),
     "gs.apply(x, 'abs')": lambda o: gs.apply(o.x, "abs"),
+    # matrix products over a semiring, with and without a mask
+    "gs.mxm(x, y)": lambda o: gs.mxm(o.x, o.y),
+    "gs.mxm(xc, y, 'min_plus')": lambda o: gs.mxm(o.xc, o.y, "min_plus"),
+    "gs.mxm(x, y, mask=k)": lambda o: gs.mxm(o.x, o.y, mask=o.k),
+    "gs.mxm(xc, d[:5], 'max_plus', mask=d > 10, complement=True)":
+        lambda o: gs.mxm(o.xc, o.d[:5], "max_plus", mask=o.d > 10, complement=True),
+    "gs.mxv(xc, v, 'min_plus')": lambda o: gs.mxv(o.xc, o.v, "min_plus"),
+    "gs.mxv(x, v, mask=d[:, 0] > 10)": lambda o: gs.mxv(o.x, o.v, mask=o.d[:, 0] > 10),
+    "gs.mxv(x, r, 'max_times', mask=c)": lambda o: gs.mxv(o.x, o.r, "max_times", mask=o.c),
     # linalg: norms, the randomized low-rank factorizations, an eigensolver, a dense routine
     "gs.linalg.norm(x, axis=1)": lambda o: gs.linalg.norm(o.x, axis=1),
     "gs.linalg.norm(x)": lambda o: gs.linalg.norm(o.x),

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from gpusparse._backend import backend
-from gpusparse._device import device_scope, kernels_for, xp_for
 from gpusparse.ops import convert
 from gpusparse.ops.linalg.operands import is_sparse
 
@@ -53,44 +52,47 @@ def vector_of(csr, *, be=None):
     return COO._from_parts(rows, csr.data, (csr.shape[0],), csr.fill_value, csr.device, sorted=True, unique=True)
 
 
-def dense_operand(b, dev, dtype, name, what):
-    """Dense ``b`` (NumPy / device array, DLPack producer or nested list) on ``dev`` as C-contiguous ``dtype``."""
+def dense_operand(b, be, dtype, name, what):
+    """Dense ``b`` (NumPy / device array, DLPack producer or nested list) on the device of the
+    backend ``be`` as C-contiguous ``dtype``."""
     from gpusparse._components import to_array
     from gpusparse._device import array_device, to_device_array
+    dev = be.device
     arr, placed = to_array(b, name)
     if placed and array_device(arr) != dev:
         raise ValueError(f"{what}: {name} is on {array_device(arr)} and the sparse operand on {dev}; "
                          "move one explicitly")
     arr = to_device_array(arr, dev)
-    xp = xp_for(dev)
-    with device_scope(dev):
-        return xp.ascontiguousarray(arr.astype(dtype, copy=False))
+    with be.scope():
+        return be.xp.ascontiguousarray(arr.astype(dtype, copy=False))
 
 
-def mask_structure(mask, shape, dev, what):
+def mask_structure(mask, shape, be, what):
     """The canonical CSR structure ``(indptr, indices)`` a mask selects for a sparse result of ``shape``.
 
     A sparse mask selects its stored positions (its structure, whatever the
-    values); a dense one its non-zero elements.
+    values); a dense one its non-zero elements. ``be`` is the backend of the operands' device.
     """
+    dev = be.device
     if is_sparse(mask):
         if mask.device != dev:
             raise ValueError(f"{what}: mask is on {mask.device} and the operands on {dev}")
         m = mask
     else:
-        from gpusparse.ops.creation import fromdense
-        m = fromdense(dense_operand(mask, dev, np.bool_, "mask", what), format="coo")
+        from gpusparse.ops.creation import fromdense_on
+        m = fromdense_on(dense_operand(mask, be, np.bool_, "mask", what), be, format="coo")
     if tuple(m.shape) != tuple(shape):
         raise ValueError(f"{what}: mask has shape {tuple(m.shape)}, the result {tuple(shape)}")
     if m.ndim == 1:
-        m = column_csr(m)
-    m = as_csr(need_sparse(m, "mask", what))
+        m = column_csr(m, be=be)
+    m = as_csr(need_sparse(m, "mask", what), be=be)
     return m.indptr, m.indices
 
 
-def dense_mask(mask, shape, complement, dev, what):
-    """The (m, n) bool array of the outputs a mask selects for a dense result of ``shape`` (1-D: (m, 1))."""
-    xp = xp_for(dev)
+def dense_mask(mask, shape, complement, be, what):
+    """The (m, n) bool array of the outputs a mask selects for a dense result of ``shape`` (1-D: (m, 1)),
+    on the backend ``be`` of the operands' device."""
+    dev, xp = be.device, be.xp
     rows = shape[0]
     cols = shape[1] if len(shape) == 2 else 1
     if is_sparse(mask):
@@ -98,19 +100,19 @@ def dense_mask(mask, shape, complement, dev, what):
             raise ValueError(f"{what}: mask has shape {tuple(mask.shape)}, the result {tuple(shape)}")
         if mask.device != dev:
             raise ValueError(f"{what}: mask is on {mask.device} and the operands on {dev}")
-        coo = mask if mask.format == "coo" else convert.asformat(mask, "coo")
-        with device_scope(dev):
+        coo = mask if mask.format == "coo" else convert.asformat(mask, "coo", be=be)
+        with be.scope():
             allowed = xp.zeros((rows, cols), dtype=np.bool_)
             r = coo.coords[0]
             c = coo.coords[1] if len(shape) == 2 else xp.zeros_like(r)
             allowed[r, c] = True
     else:
-        arr = dense_operand(mask, dev, np.bool_, "mask", what)
+        arr = dense_operand(mask, be, np.bool_, "mask", what)
         if tuple(arr.shape) != tuple(shape):
             raise ValueError(f"{what}: mask has shape {tuple(arr.shape)}, the result {tuple(shape)}")
-        with device_scope(dev):
+        with be.scope():
             allowed = xp.ascontiguousarray(arr.reshape(rows, cols))
     if complement:
-        with device_scope(dev):
+        with be.scope():
             allowed = xp.ascontiguousarray(~allowed)
     return allowed

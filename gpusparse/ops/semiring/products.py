@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusparse._device import device_scope, kernels_for, xp_for
+from gpusparse._backend import backend
 from gpusparse.ops.linalg.operands import is_sparse
 from gpusparse.ops.semiring._defs import parse, plan
 from gpusparse.ops.semiring._operands import (
@@ -37,48 +37,46 @@ def _dtype_of(x):
     return np.dtype(dtype) if dtype is not None else np.asarray(x).dtype
 
 
-def _ordinary_product(a, b, p, fill_zero):
+def _ordinary_product(a, b, p, fill_zero, be):
     """plus_times without a mask through the library's matmul (same structure); None where it does not apply."""
     if p.semiring.name != "plus_times" or p.as_bool or not fill_zero:
         return None
-    from gpusparse.ops.linalg import matmul
-    return matmul(a, b)
+    from gpusparse.ops.linalg.products import matmul_on
+    return matmul_on(a, b, be)
 
 
-def _sparse_result(indptr, indices, data, shape, p, dev):
+def _sparse_result(indptr, indices, data, shape, p, be):
     from gpusparse.containers import CSR
     if p.as_bool:
-        with device_scope(dev):
+        with be.scope():
             data = data != 0
-    return CSR._from_parts(indptr, indices, data, shape, p.fill, dev)
+    return CSR._from_parts(indptr, indices, data, shape, p.fill, be.device)
 
 
-def _sparse_product(a, b, p, mask, complement, what):
-    """Canonical CSR ``a (+.*) b`` for 2-D sparse ``a`` (m, k) and ``b`` (k, n)."""
-    dev = a.device
-    k = kernels_for(dev)
+def _sparse_product(a, b, p, mask, complement, what, be):
+    """Canonical CSR ``a (+.*) b`` for 2-D sparse ``a`` (m, k) and ``b`` (k, n), on the backend ``be``."""
+    k = be.kernels
     m, n = a.shape[0], b.shape[1]
-    ac, bc = as_csr(a), as_csr(b)
+    ac, bc = as_csr(a, be=be), as_csr(b, be=be)
     if mask is not None:
         mask_indptr, mask_indices = mask
     else:
         mask_indptr = mask_indices = None
     sr = p.semiring
-    with device_scope(dev):
+    with be.scope():
         ip, ix, dd = k.spgemm_semiring(ac.indptr, ac.indices, ac.data.astype(p.compute, copy=False),
                                        bc.indptr, bc.indices, bc.data.astype(p.compute, copy=False),
                                        (m, a.shape[1], n), sr.add, sr.mul, mask_indptr, mask_indices,
                                        complement)  # sync: the primitive sizes its output
-    return _sparse_result(ip, ix, dd, (m, n), p, dev)
+    return _sparse_result(ip, ix, dd, (m, n), p, be)
 
 
-def _dense_product(a, b, p, allowed):
-    """Dense ``a (+.*) b`` for 2-D sparse ``a`` and a dense (k, n) ``b`` already in ``p.compute``."""
-    dev = a.device
-    k = kernels_for(dev)
-    ac = as_csr(a)
+def _dense_product(a, b, p, allowed, be):
+    """Dense ``a (+.*) b`` for 2-D sparse ``a`` and a dense (k, n) ``b`` already in ``p.compute``, on ``be``."""
+    k = be.kernels
+    ac = as_csr(a, be=be)
     sr = p.semiring
-    with device_scope(dev):
+    with be.scope():
         out = k.spmm_semiring(ac.indptr, ac.indices, ac.data.astype(p.compute, copy=False), ac.shape, b,
                               sr.add, sr.mul, allowed)
         return out != 0 if p.as_bool else out
@@ -150,6 +148,7 @@ def mxm(a, b, semiring="plus_times", mask=None, complement=False):
     need_sparse(a, "a", what)
     p = plan(semiring, a.dtype, _dtype_of(b))
     dev = a.device
+    be = backend(dev)
     if is_sparse(b):
         need_sparse(b, "b", what)
         if b.device != dev:
@@ -157,22 +156,22 @@ def mxm(a, b, semiring="plus_times", mask=None, complement=False):
         _check_inner(a.shape, b.shape, what)
         shape = (a.shape[0], b.shape[1])
         if mask is None:
-            res = _ordinary_product(a, b, p, a.fill_value == 0 and b.fill_value == 0)
+            res = _ordinary_product(a, b, p, a.fill_value == 0 and b.fill_value == 0, be)
             if res is not None:
-                return as_csr(res)
-            return _sparse_product(a, b, p, None, False, what)
-        return _sparse_product(a, b, p, mask_structure(mask, shape, dev, what), bool(complement), what)
-    bd = dense_operand(b, dev, p.compute, "b", what)
+                return as_csr(res, be=be)
+            return _sparse_product(a, b, p, None, False, what, be)
+        return _sparse_product(a, b, p, mask_structure(mask, shape, be, what), bool(complement), what, be)
+    bd = dense_operand(b, be, p.compute, "b", what)
     if bd.ndim != 2:
         raise ValueError(f"{what}: a dense b must be 2-D (use mxv for vectors); got shape {tuple(bd.shape)}")
     _check_inner(a.shape, bd.shape, what)
     shape = (a.shape[0], bd.shape[1])
     if mask is None:
-        res = _ordinary_product(a, bd, p, a.fill_value == 0)
+        res = _ordinary_product(a, bd, p, a.fill_value == 0, be)
         if res is not None:
             return res
-        return _dense_product(a, bd, p, None)
-    return _dense_product(a, bd, p, dense_mask(mask, shape, complement, dev, what))
+        return _dense_product(a, bd, p, None, be)
+    return _dense_product(a, bd, p, dense_mask(mask, shape, complement, be, what), be)
 
 
 def mxv(a, v, semiring="plus_times", mask=None, complement=False):
@@ -200,28 +199,30 @@ def mxv(a, v, semiring="plus_times", mask=None, complement=False):
     need_sparse(a, "a", what)
     p = plan(semiring, a.dtype, _dtype_of(v))
     dev = a.device
+    be = backend(dev)
     m = a.shape[0]
     if is_sparse(v):
         need_sparse(v, "v", what, ndim=(1,))
         if v.device != dev:
             raise ValueError(f"{what}: a is on {dev} and v on {v.device}; move one explicitly")
         _check_inner(a.shape, (v.shape[0], 1), what)
-        vc = column_csr(v)
-        structure = None if mask is None else mask_structure(mask, (m,), dev, what)
+        vc = column_csr(v, be=be)
+        structure = None if mask is None else mask_structure(mask, (m,), be, what)
         if structure is None:
-            res = _ordinary_product(a, vc, p, a.fill_value == 0 and v.fill_value == 0)
+            res = _ordinary_product(a, vc, p, a.fill_value == 0 and v.fill_value == 0, be)
             if res is not None:
-                return vector_of(as_csr(res))
-        return vector_of(_sparse_product(a, vc, p, structure, bool(complement), what))
-    vd = dense_operand(v, dev, p.compute, "v", what)
+                return vector_of(as_csr(res, be=be), be=be)
+        return vector_of(_sparse_product(a, vc, p, structure, bool(complement), what, be), be=be)
+    vd = dense_operand(v, be, p.compute, "v", what)
     if vd.ndim != 1:
         raise ValueError(f"{what}: v must be 1-D; got shape {tuple(vd.shape)}")
     _check_inner(a.shape, (vd.shape[0], 1), what)
     if mask is None:
-        res = _ordinary_product(a, vd, p, a.fill_value == 0)
+        res = _ordinary_product(a, vd, p, a.fill_value == 0, be)
         if res is not None:
             return res
         allowed = None
     else:
-        allowed = dense_mask(mask, (m,), complement, dev, what)
-    return _dense_product(a, vd.reshape(-1, 1), p, allowed).reshape(m)
+        allowed = dense_mask(mask, (m,), complement, be, what)
+    with be.scope():
+        return _dense_product(a, vd.reshape(-1, 1), p, allowed, be).reshape(m)
