@@ -188,6 +188,10 @@ OPERATIONS = {
     "gs.mxv(xc, v, 'min_plus')": lambda o: gs.mxv(o.xc, o.v, "min_plus"),
     "gs.mxv(x, v, mask=d[:, 0] > 10)": lambda o: gs.mxv(o.x, o.v, mask=o.d[:, 0] > 10),
     "gs.mxv(x, r, 'max_times', mask=c)": lambda o: gs.mxv(o.x, o.r, "max_times", mask=o.c),
+    # TF's sum with a magnitude threshold
+    "gs.add(x, z)": lambda o: gs.add(o.x, o.z),
+    "gs.add(xc, zc, thresh=0.5)": lambda o: gs.add(o.xc, o.zc, thresh=0.5),
+    "gs.add(u, d)": lambda o: gs.add(o.u, o.d),
     # linalg: norms, the randomized low-rank factorizations, an eigensolver, a dense routine
     "gs.linalg.norm(x, axis=1)": lambda o: gs.linalg.norm(o.x, axis=1),
     "gs.linalg.norm(x)": lambda o: gs.linalg.norm(o.x),

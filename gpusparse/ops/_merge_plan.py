@@ -14,7 +14,8 @@ import math
 
 import numpy as np
 
-from gpusparse._device import kernels_for, to_host
+from gpusparse._backend import backend
+from gpusparse._device import to_host
 from gpusparse.ops import canonical
 
 __all__ = ["Keyed", "compressed_in_order", "fused_row_merge", "keys_of", "keys_of_compressed", "permuted",
@@ -86,7 +87,7 @@ def spread(data, index, fill, k, all_present=False):
     return canonical.take_rows(data, index, k, None if all_present else fill)
 
 
-def fused_row_merge(dfunc, operands, kwargs, fills, dtypes, how):
+def fused_row_merge(dfunc, operands, kwargs, fills, dtypes, how, *, be=None):
     """``(indptr, indices, values)`` of ``a + b`` or ``a * b`` for two canonical CSR (CSC) operands, or None.
 
     Where the device's primitives have the optional ``merge_rows_values``
@@ -94,6 +95,7 @@ def fused_row_merge(dfunc, operands, kwargs, fills, dtypes, how):
     of two operands with fill value 0, 1-D values of the result's dtype and
     no other argument is merged and computed in one pass; anything else
     returns None and takes the general path (merge plan, gathers, ``dfunc``).
+    ``be`` is the backend of the operands' device, when the caller has it already.
     """
     if len(operands) != 2 or kwargs or len(dtypes) != 1 or fills[0] != 0:
         return None
@@ -101,7 +103,7 @@ def fused_row_merge(dfunc, operands, kwargs, fills, dtypes, how):
     if op is None or how != ("union" if op == "add" else "intersection"):
         return None
     a, b = (o.value for o in operands)
-    fused = getattr(kernels_for(a.device), "merge_rows_values", None)  # an optional primitive
+    fused = getattr((be or backend(a.device)).kernels, "merge_rows_values", None)  # an optional primitive
     dt = np.dtype(dtypes[0])
     if fused is None or dt.kind not in "iufc" or not all(
             y.data.ndim == 1 and y.data.dtype == dt and y.fill_value == 0 for y in (a, b)):

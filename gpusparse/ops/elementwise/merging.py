@@ -195,7 +195,7 @@ def compressed_merge(dfunc, operands, kwargs, shape, fills, dtypes, be, keep_fil
                               keep_fill_entries)
     vanish = test if isinstance(test, bool) else bool(to_host(test))  # sync: does the intersection suffice?
     how = "intersection" if vanish else "union"
-    fused = fused_row_merge(dfunc, operands, kwargs, fills, dtypes, how)  # CPU sum/product: one pass
+    fused = fused_row_merge(dfunc, operands, kwargs, fills, dtypes, how, be=be)  # CPU sum/product: one pass
     if fused is not None:
         indptr, indices, results = fused[0], fused[1], (fused[2],)
     else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusparse._device import device_of, device_scope, xp_for
+from gpusparse._backend import backend_of
 from gpusparse.ops import canonical, convert
 from gpusparse.ops._broadcast import as_coo
 from gpusparse.ops.elementwise.dispatch import apply
@@ -38,27 +38,26 @@ def add(a, b, thresh=0):
     kinds = [op.kind for op in operands]
     if "sparse" not in kinds:
         raise TypeError("add: at least one of a and b must be sparse; use np.add for dense arrays")
+    be = backend_of(*(op.value for op in operands if op.kind != "scalar"))
     if "dense" in kinds or "scalar" in kinds:
-        dense_args = [op.value.todense() if op.kind == "sparse" else op.value for op in operands]
-        dev = device_of(*(op.value for op in operands if op.kind != "scalar"))
-        xp = xp_for(dev)
-        with device_scope(dev):
-            return xp.add(*dense_args)
+        with be.scope():
+            dense_args = [convert.to_dense(op.value, be=be) if op.kind == "sparse" else op.value
+                          for op in operands]
+            return be.xp.add(*dense_args)
     for op in operands:  # TF's result is canonical: merge coalesced operands
         if op.value.format == "coo" and not op.value.unique:
-            op.value = canonical.coalesce(op.value)
-    out = apply(np.add, operands, {}, keep_fill_entries=True)
+            op.value = canonical.coalesce(op.value, be=be)
+    out = apply(np.add, operands, {}, keep_fill_entries=True, be=be)
     if thresh is None or np.all(np.asarray(thresh) == 0):
         return out
     if np.iscomplexobj(thresh):
         raise TypeError(f"thresh must be real, got {thresh!r}")
     assert isinstance(out, SparseArray)
-    dev = out.device
-    xp = xp_for(dev)
-    with device_scope(dev):
-        coo = as_coo(out)
+    xp = be.xp
+    with be.scope():
+        coo = as_coo(out, be=be)
         magnitude = xp.abs(coo.data)
         if magnitude.ndim > 1:
             magnitude = magnitude.reshape(magnitude.shape[0], -1).max(axis=1)
-        large = convert.keep_entries(coo, magnitude >= thresh)
-    return large if out.format == "coo" else large.asformat(out.format)
+        large = convert.keep_entries(coo, magnitude >= thresh, be=be)
+    return large if out.format == "coo" else convert.asformat(large, out.format, be=be)
