@@ -157,6 +157,8 @@ OPERATIONS = {
     "np.reshape(x, (5, 6), order='F')": lambda o: np.reshape(o.x, (5, 6), order="F"),
     "np.shares_memory(x, x)": lambda o: np.shares_memory(o.x, o.x),
     "np.flatnonzero(x)": lambda o: np.flatnonzero(o.x),
+    "np.take(x, [0, 7, 40], mode='clip')": lambda o: np.take(o.x, [0, 7, 40], mode="clip"),
+    "np.take(xc, [-1, 6], axis=1, mode='wrap')": lambda o: np.take(o.xc, [-1, 6], axis=1, mode="wrap"),
     # einsum: its reshapes, permutations, sums and products on the backend of its entry
     "gs.einsum('ij,ij->i', x, z)": lambda o: gs.einsum("ij,ij->i", o.x, o.z),
     "gs.einsum('ij,ij->ij', x, z)": lambda o: gs.einsum("ij,ij->ij", o.x, o.z),

@@ -77,7 +77,11 @@ def take(x, indices, axis=None):
     <BLANKLINE>
            [[0]]])
     """
-    be = backend(x.device)
+    return take_on(x, indices, axis, backend(x.device))
+
+
+def take_on(x, indices, axis, be):
+    """:func:`take` of ``x`` on the backend ``be`` of its device."""
     if axis is None:
         from gpusparse.ops.shape.reshaping import reshape_on
         return getitem(reshape_on(x, (-1,), be), _take_index(indices, x.device), be=be)

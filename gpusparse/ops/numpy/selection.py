@@ -31,19 +31,20 @@ def _take(a, indices, axis=None, out=None, mode="raise"):
     _no_out("take", out)
     if mode not in ("raise", "wrap", "clip"):
         raise ValueError(f"numpy.take: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
-    if mode != "raise":
-        indices = _wrap_or_clip(indices, a.size if axis is None else a.shape[check_axis(axis, a.ndim)],
-                                mode, a.device)
-    return indexing.take(a, indices, axis)
+    if mode == "raise":
+        return indexing.take(a, indices, axis)
+    from gpusparse.ops.indexing.named import take_on
+    be = backend(a.device)
+    indices = _wrap_or_clip(indices, a.size if axis is None else a.shape[check_axis(axis, a.ndim)], mode, be)
+    return take_on(a, indices, axis, be)
 
 
-def _wrap_or_clip(indices, n, mode, dev):
+def _wrap_or_clip(indices, n, mode, be):
     """``indices`` into an axis of length ``n`` brought in bounds as NumPy's ``take`` ``mode`` does."""
     if isinstance(indices, (int, np.integer)):
         if n == 0:
             raise IndexError("numpy.take: cannot do a non-empty take from an empty axis")
         return int(indices) % n if mode == "wrap" else min(max(int(indices), 0), n - 1)
-    be = backend(dev)
     xp = be.xp
     with be.scope():
         idx = xp.asarray(indices)
