@@ -64,7 +64,7 @@ def _operands(device):
     shape, integer indices ``i`` along ``x``'s second axis, the softmax ``s`` of ``x`` and a
     gradient ``g`` for its values, ``h``, two rows of ``x`` stored as dense blocks, ``e``, a
     diagonal CSR matrix, a sparse mask ``k`` of ``x @ y``'s shape, and ``x``'s first row ``r`` and
-    first column ``c`` as 1-D sparse arrays."""
+    first column ``c`` as 1-D sparse arrays, and ``x32``, ``x`` in float32."""
     x = gs.random((6, 5), density=0.5, seed=1, device=device, format="coo")
     y = gs.random((5, 4), density=0.5, seed=2, device=device, format="coo")
     z = gs.random((6, 5), density=0.5, seed=3, device=device, format="coo")
@@ -78,7 +78,15 @@ def _operands(device):
                                  h=gs.COO([[0, 2]], x.todense()[[0, 2]], shape=(6, 5), device=device),
                                  e=gs.eye(12, format="csr", device=device) * 2.0,
                                  k=gs.random((6, 4), density=0.5, seed=4, device=device, format="coo"),
-                                 r=x[0], c=x[:, 0])
+                                 r=x[0], c=x[:, 0], x32=x.astype(np.float32))
+
+
+def _in_place(target, operation):
+    """``operation(t)`` on a copy ``t`` of ``target`` (its components shared, so the copy costs
+    nothing and resolves no device), leaving the shared operand unchanged."""
+    t = target.__class__.__new__(target.__class__)
+    t.__dict__ = {k: v for k, v in vars(target).items() if k != "_cache"}
+    return operation(t)
 
 
 def _with_library_solvers(o, operation):
@@ -190,6 +198,13 @@ OPERATIONS = {
     "gs.mxv(xc, v, 'min_plus')": lambda o: gs.mxv(o.xc, o.v, "min_plus"),
     "gs.mxv(x, v, mask=d[:, 0] > 10)": lambda o: gs.mxv(o.x, o.v, mask=o.d[:, 0] > 10),
     "gs.mxv(x, r, 'max_times', mask=c)": lambda o: gs.mxv(o.x, o.r, "max_times", mask=o.c),
+    # in place: x += y, ufuncs with out=, the conversions of the result for the output
+    "x += z": lambda o: _in_place(o.x, lambda t: t.__iadd__(o.z)),
+    "xc += zc": lambda o: _in_place(o.xc, lambda t: t.__iadd__(o.zc)),
+    "xc *= x (COO result for a CSR output)": lambda o: _in_place(o.xc, lambda t: t.__imul__(o.x)),
+    "x32 += z (a cast)": lambda o: _in_place(o.x32, lambda t: t.__iadd__(o.z)),
+    "np.add(x, z, out=x)": lambda o: _in_place(o.x, lambda t: np.add(t, o.z, out=t)),
+    "np.negative(x, out=x)": lambda o: _in_place(o.x, lambda t: np.negative(t, out=t)),
     # TF's sum with a magnitude threshold
     "gs.add(x, z)": lambda o: gs.add(o.x, o.z),
     "gs.add(xc, zc, thresh=0.5)": lambda o: gs.add(o.xc, o.zc, thresh=0.5),

@@ -45,7 +45,8 @@ import operator
 
 import numpy as np
 
-from gpusparse._device import device_scope, to_host, xp_for
+from gpusparse._backend import backend
+from gpusparse._device import device_of, to_host
 
 __all__ = [
     "check_out_shape",
@@ -92,7 +93,7 @@ def check_out_shape(out_shape, in_shapes) -> None:
         raise _non_broadcastable(out_shape, shape)
 
 
-def prepare(x, result, name, casting="same_kind", shape=None):
+def prepare(x, result, name, casting="same_kind", shape=None, *, be=None):
     """``result`` made ready for ``x`` to take over: ``x``'s shape, dtype and format.
 
     Parameters
@@ -109,9 +110,14 @@ def prepare(x, result, name, casting="same_kind", shape=None):
         The shape ``result`` must have exactly (operations that change the
         shape: transposes, resizes). By default ``x.shape``, to which
         ``result`` may broadcast (NumPy's outputs).
+    be : Backend, optional
+        The backend of ``x``'s device, when the caller has it already;
+        otherwise it is resolved only where ``result`` needs a conversion.
     """
     from gpusparse.containers import SparseArray
-    from gpusparse.ops import shape as shape_ops
+    from gpusparse.ops import convert
+    from gpusparse.ops.shape import _common as shape_common
+    from gpusparse.ops.shape.reshaping import broadcast_to_on
     if not isinstance(result, SparseArray):
         raise ValueError(
             f"{name}: the result is a dense {type(result).__name__}, which a sparse array cannot hold "
@@ -129,35 +135,37 @@ def prepare(x, result, name, casting="same_kind", shape=None):
             full = result.shape
         if full != x.shape:
             raise _non_broadcastable(x.shape, full)
-        result = shape_ops.broadcast_to(result, x.shape)
+        be = be or backend(x.device)
+        result = broadcast_to_on(result, x.shape, be)
     if result.dtype != x.dtype:
         if not np.can_cast(result.dtype, x.dtype, casting=casting):
             raise _casting_error(name, result.dtype, x.dtype, casting)
-        result = result.astype(x.dtype, copy=False)
+        be = be or backend(x.device)
+        result = convert.astype(result, x.dtype, copy=False, be=be)
     if result.format != x.format:
+        be = be or backend(x.device)
         if result.sparse_dim < 2 <= result.ndim:
-            result = shape_ops.sparsify(result, 2)
+            result = shape_common.sparsify(result, 2, be=be)
         if result.sparse_dim > 2:
-            result = _two_sparse_dims(result)
-        result = result.asformat(x.format)
+            result = _two_sparse_dims(result, be)
+        result = convert.asformat(result, x.format, be=be)
     return result
 
 
-def _two_sparse_dims(x):
+def _two_sparse_dims(x, be):
     """``x`` (COO, more than 2 sparse dimensions) with the sparse dimensions after the second made dense.
 
     Each distinct leading pair ``(i, j)`` becomes one entry whose block holds
     the entries sharing it; the block's other elements hold the fill value.
-    One synchronisation (the number of pairs).
+    One synchronisation (the number of pairs). ``be`` is the backend of ``x``'s device.
     """
     from gpusparse.containers import COO
     from gpusparse.ops import canonical
-    from gpusparse._device import kernels_for
-    coo = canonical.coalesce(x)
+    coo = canonical.coalesce(x, be=be)
     moved = coo.shape[2:coo.sparse_dim]
     dev = coo.device
-    k, xp = kernels_for(dev), xp_for(dev)
-    with device_scope(dev):
+    k, xp = be.kernels, be.xp
+    with be.scope():
         lead = coo.coords[:2]
         new = xp.ones(coo.nnz, dtype=bool)
         if coo.nnz:
@@ -205,6 +213,27 @@ def _casting_error(name, from_dtype, to_dtype, casting) -> TypeError:
                      f"with casting rule '{casting}'")
 
 
+def _call_on_output(ufunc, inputs, kwargs, outs):
+    """``ufunc(*inputs)`` for :func:`ufunc_out`, and the backend it ran on (None where it resolved its own).
+
+    Where a sparse input shares the first output's device with every other
+    array input, the output's backend computes the result and then converts
+    it for the output: one resolution for both. Otherwise the operation runs
+    as without ``out=`` and reports the operands' devices itself.
+    """
+    from gpusparse.ops import elementwise
+    from gpusparse.ops.numpy.ufuncs import array_ufunc
+    operands = elementwise.classify(inputs)
+    if operands is None:
+        return NotImplemented, None
+    target = next(out for out in outs if out is not None)
+    arrays = [op.value for op in operands if op.kind != "scalar"]
+    if any(op.kind == "sparse" for op in operands) and all(device_of(a) == target.device for a in arrays):
+        be = backend(target.device)
+        return elementwise.apply(ufunc, operands, kwargs, be=be), be
+    return array_ufunc(ufunc, "__call__", inputs, kwargs), None
+
+
 def ufunc_out(ufunc, method, inputs, kwargs, outs):
     """``ufunc`` with ``out=outs``: compute as without ``out``, then each output takes its result.
 
@@ -231,12 +260,15 @@ def ufunc_out(ufunc, method, inputs, kwargs, outs):
         for out in outs:
             if out is not None:
                 check_out_shape(out.shape, in_shapes)
-    results = array_ufunc(ufunc, method, inputs, kwargs)
+    if method == "__call__":
+        results, be = _call_on_output(ufunc, inputs, kwargs, outs)
+    else:
+        results, be = array_ufunc(ufunc, method, inputs, kwargs), None
     if results is NotImplemented:
         return NotImplemented
     results = results if isinstance(results, tuple) else (results,)
     # Check every output before changing any (np.divmod with two outputs).
-    ready = [r if out is None else prepare(out, r, name, casting) for out, r in zip(outs, results)]
+    ready = [r if out is None else prepare(out, r, name, casting, be=be) for out, r in zip(outs, results)]
     final = tuple(r if out is None else out._assign(r, name=name) for out, r in zip(outs, ready))
     return final[0] if len(final) == 1 else final
 
@@ -270,14 +302,16 @@ def divided(x, other, rounding_mode=None):
     return elementwise.elemwise(np.floor_divide, exact, other)
 
 
-def emptied(x, shape=None, sparse_dim=None, fill_value=None):
-    """A COO array with no stored entries: ``x``'s dtype and device, the given shape and fill."""
+def emptied(x, shape=None, sparse_dim=None, fill_value=None, *, be=None):
+    """A COO array with no stored entries: ``x``'s dtype and device, the given shape and fill
+    (on the backend ``be`` of ``x``'s device, when the caller has it)."""
     from gpusparse.containers import COO
     shape = x.shape if shape is None else tuple(shape)
     sparse_dim = x.sparse_dim if sparse_dim is None else sparse_dim
     fill = x.fill_value if fill_value is None else np.asarray(fill_value).astype(x.dtype)[()]
-    xp = xp_for(x.device)
-    with device_scope(x.device):
+    be = be or backend(x.device)
+    xp = be.xp
+    with be.scope():
         coords = xp.zeros((sparse_dim, 0), dtype=np.int64)
         data = xp.zeros((0,) + shape[sparse_dim:], dtype=x.dtype)
     return COO._from_parts(coords, data, shape, fill, x.device, sorted=True, unique=True)
@@ -320,8 +354,9 @@ def resized(x, size, sparse_dim, dense_dim, clear=False):
             raise _unsupported_resize(f"shrinking the size of {part} dimensions", list(old), list(new))
     data = coo.data
     if size[S:] != coo.shape[S:]:
-        xp = xp_for(x.device)
-        with device_scope(x.device):
+        be = backend(x.device)
+        xp = be.xp
+        with be.scope():
             grown = xp.full((coo.nnz,) + size[S:], coo.fill_value, dtype=coo.dtype)
             grown[(slice(None),) + tuple(slice(0, n) for n in coo.shape[S:])] = data
         data = grown
@@ -393,6 +428,8 @@ def python_scalar(x, convert):
     if x.size != 1:
         raise ValueError("The truth value of an array with more than one element is ambiguous. "
                          "Use a.any() or a.all()")
-    with device_scope(x.device):
-        element = to_host(x.todense().reshape(1))  # sync: the one element
+    from gpusparse.ops.convert import to_dense
+    be = backend(x.device)
+    with be.scope():
+        element = to_host(to_dense(x, be=be).reshape(1))  # sync: the one element
     return convert(element[0])

@@ -241,6 +241,11 @@ def broadcast_to(x, shape):
            [0, 2],
            [0, 2]])
     """
+    return broadcast_to_on(x, shape, None)
+
+
+def broadcast_to_on(x, shape, be):
+    """:func:`broadcast_to` of ``x`` on the backend ``be`` of its device (None: resolved when needed)."""
     shape = check_shape(shape)
     lead = len(shape) - x.ndim
     ok = lead >= 0 and all(d in (1, t) for d, t in zip(x.shape, shape[lead:]))
@@ -248,7 +253,7 @@ def broadcast_to(x, shape):
         raise ValueError(f"cannot broadcast an array of shape {x.shape} to shape {shape}")
     if shape == x.shape:
         return x
-    be = backend(x.device)
+    be = be or backend(x.device)
     coo = expand_dims_on(_coo(x, be), tuple(range(lead)), be) if lead else _coo(x, be)
     S = coo.sparse_dim
     k, xp = be.kernels, be.xp
