@@ -64,7 +64,8 @@ def _operands(device):
     shape, integer indices ``i`` along ``x``'s second axis, the softmax ``s`` of ``x`` and a
     gradient ``g`` for its values, ``h``, two rows of ``x`` stored as dense blocks, ``e``, a
     diagonal CSR matrix, a sparse mask ``k`` of ``x @ y``'s shape, and ``x``'s first row ``r`` and
-    first column ``c`` as 1-D sparse arrays, and ``x32``, ``x`` in float32."""
+    first column ``c`` as 1-D sparse arrays, ``x32``, ``x`` in float32,
+    and ``b``, a (1, 5) array that broadcasts against ``x``."""
     x = gs.random((6, 5), density=0.5, seed=1, device=device, format="coo")
     y = gs.random((5, 4), density=0.5, seed=2, device=device, format="coo")
     z = gs.random((6, 5), density=0.5, seed=3, device=device, format="coo")
@@ -78,7 +79,8 @@ def _operands(device):
                                  h=gs.COO([[0, 2]], x.todense()[[0, 2]], shape=(6, 5), device=device),
                                  e=gs.eye(12, format="csr", device=device) * 2.0,
                                  k=gs.random((6, 4), density=0.5, seed=4, device=device, format="coo"),
-                                 r=x[0], c=x[:, 0], x32=x.astype(np.float32))
+                                 r=x[0], c=x[:, 0], x32=x.astype(np.float32),
+                                 b=gs.random((1, 5), density=0.5, seed=5, device=device, format="coo"))
 
 
 def _in_place(target, operation):
@@ -204,6 +206,9 @@ OPERATIONS = {
     "xc *= x (COO result for a CSR output)": lambda o: _in_place(o.xc, lambda t: t.__imul__(o.x)),
     "x32 += z (a cast)": lambda o: _in_place(o.x32, lambda t: t.__iadd__(o.z)),
     "np.add(x, z, out=x)": lambda o: _in_place(o.x, lambda t: np.add(t, o.z, out=t)),
+    "np.add(x, b, out=x) (b broadcast)": lambda o: _in_place(o.x, lambda t: np.add(t, o.b, out=t)),
+    "w * x (a new sparse axis)": lambda o: o.w * o.x,
+    "gs.argmax(h, axis=1) (dense dimensions made sparse)": lambda o: gs.argmax(o.h, axis=1),
     "np.negative(x, out=x)": lambda o: _in_place(o.x, lambda t: np.negative(t, out=t)),
     # TF's sum with a magnitude threshold
     "gs.add(x, z)": lambda o: gs.add(o.x, o.z),

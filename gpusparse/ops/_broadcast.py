@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 import gpusparse._memory as _memory
-from gpusparse._device import kernels_for, xp_for
+from gpusparse._backend import backend
 
 __all__ = ["as_coo", "broadcast_coo", "broadcast_shapes", "gather_dense", "sparse_prefix"]
 
@@ -78,17 +78,18 @@ def _require_entries(x, entries, sparse_dims, value_bytes, what):
     _memory.require(entries * per_entry, x.device, f"{what} ({entries:.3g} stored entries)")
 
 
-def _sparsify_dense_dims(x, count: int, target):
+def _sparsify_dense_dims(x, count: int, target, *, be=None):
     """Turn the first ``count`` dense dimensions of COO ``x`` into sparse ones.
 
     ``target`` gives their sizes in the result; dimensions of size 1 in
     ``x`` are broadcast to them first. Every block element becomes an entry
-    (elements equal to the fill value included), so flags are kept.
+    (elements equal to the fill value included), so flags are kept. ``be`` is
+    the backend of ``x``'s device, when the caller has it already.
     """
     if count == 0:
         return x
-    dev = x.device
-    k, xp = kernels_for(dev), xp_for(dev)
+    be = be or backend(x.device)
+    k, xp = be.kernels, be.xp
     sd = x.sparse_dim
     dense = x.shape[sd:]
     sizes = tuple(target)
@@ -110,7 +111,7 @@ def _sparsify_dense_dims(x, count: int, target):
     return _with_parts(x, coords, data, shape, sorted=x.sorted, unique=x.unique)
 
 
-def broadcast_coo(x, shape, prefix: int):
+def broadcast_coo(x, shape, prefix: int, *, be=None):
     """COO ``x`` broadcast to ``shape`` with ``prefix`` sparse dimensions.
 
     ``prefix`` must be at least :func:`sparse_prefix` of ``x``; the dense
@@ -118,7 +119,8 @@ def broadcast_coo(x, shape, prefix: int):
     and stretched sparse dimensions; the order stays row-major when the
     replicated dimensions lead, otherwise the result is marked unsorted.
     Dense trailing dimensions of size 1 are left for NumPy broadcasting (the
-    data may have size-1 dimensions where ``shape`` has more).
+    data may have size-1 dimensions where ``shape`` has more). ``be`` is the
+    backend of ``x``'s device, when the caller has it already.
     """
     shape = tuple(shape)
     ndim = len(shape)
@@ -126,15 +128,15 @@ def broadcast_coo(x, shape, prefix: int):
     own = sparse_prefix(x, ndim)
     if prefix < own:
         raise ValueError(f"cannot broadcast a sparse array with {own} sparse dimensions to {prefix}")
-    x = _sparsify_dense_dims(x, prefix - own, shape[own:prefix])
+    x = _sparsify_dense_dims(x, prefix - own, shape[own:prefix], be=be)
     # Now x's sparse dimensions are result dimensions [lead, prefix).
     stretched = [d for d in range(prefix) if d < lead or x.shape[d - lead] != shape[d]]
     sparse_shape = shape[:prefix]
     if not stretched:
         return _with_parts(x, x.coords, x.data, sparse_shape + x.shape[x.sparse_dim:],
                            sorted=x.sorted, unique=x.unique)
-    dev = x.device
-    k, xp = kernels_for(dev), xp_for(dev)
+    be = be or backend(x.device)
+    k, xp = be.kernels, be.xp
     sizes = tuple(shape[d] for d in stretched)
     reps = math.prod(sizes)
     n = x.nnz

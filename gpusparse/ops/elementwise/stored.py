@@ -77,7 +77,7 @@ def sparse_result(func, dfunc, operands, kwargs, shape, fills, dtypes, be, keep_
     dense_shape = tuple(shape[prefix:])
 
     def part(op):  # the operand as COO broadcast to the result (built only where needed)
-        return broadcast_coo(as_coo(op.value), shape, prefix)
+        return broadcast_coo(as_coo(op.value, be=be), shape, prefix, be=be)
 
     if len(sparse) == 1 and sparse[0].value.format != "coo" and sparse[0].value.shape == shape:
         return _compressed_unary(sparse[0].value, dfunc, operands, kwargs, shape, fills, dtypes,

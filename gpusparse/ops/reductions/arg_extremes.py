@@ -57,7 +57,7 @@ def _arg(x, axis, keepdims, name):
     with be.scope():
         coo = canonical.coalesce(as_coo(x, be=be), be=be)
         if coo.dense_dim:
-            coo = _sparsify_dense_dims(coo, coo.dense_dim, coo.shape[coo.sparse_dim:])
+            coo = _sparsify_dense_dims(coo, coo.dense_dim, coo.shape[coo.sparse_dim:], be=be)
         fill = coo.fill_value
         fill_nan = bool(np.isnan(fill)) if coo.dtype.kind in "fc" else False
         if axis is None:

@@ -112,7 +112,8 @@ def moment(x, axis, dtype, ddof, keepdims, name, skip_nan=False):
         red_dense = [a for a in axes if a >= sd]
         if red_dense:  # deviations are not decomposable: make the reduced dense axes sparse
             last = max(red_dense)
-            coo = _sparsify_dense_dims(canonical.coalesce(coo, be=be), last - sd + 1, coo.shape[sd:last + 1])
+            coo = _sparsify_dense_dims(canonical.coalesce(coo, be=be), last - sd + 1, coo.shape[sd:last + 1],
+                                       be=be)
         coo = canonical.coalesce(coo, be=be)
         if coo.dtype != dt:
             coo = coo.astype(dt)
