@@ -239,3 +239,20 @@ def test_an_operation_resolves_its_device_once(device, operation, monkeypatch):
     counter = ResolutionCounter(monkeypatch)
     count, where = counter.count(lambda: OPERATIONS[operation](operands))
     assert count <= ALLOWED, f"{operation} resolved its device {count} times: {where}"
+
+
+def _bcoo():
+    """A small JAX BCOO (its arrays live on JAX's CPU device), flagged sorted and unique."""
+    jsp = pytest.importorskip("jax.experimental.sparse")
+    import jax.numpy as jnp
+    data = jnp.asarray([1.0, 2.0, 3.0], dtype=jnp.float32)
+    indices = jnp.asarray([[0, 1], [2, 3], [4, 0]], dtype=jnp.int32)
+    return jsp.BCOO((data, indices), shape=(6, 5), indices_sorted=True, unique_indices=True)
+
+
+@pytest.mark.parametrize("copy", [None, True])
+def test_from_jax_resolves_its_device_once(copy, monkeypatch):
+    b = _bcoo()
+    counter = ResolutionCounter(monkeypatch)
+    count, where = counter.count(lambda: gs.from_jax(b, copy=copy))
+    assert count <= ALLOWED, f"from_jax(copy={copy}) resolved its device {count} times: {where}"

@@ -104,11 +104,16 @@ def _extremes(arr, xp):
     return to_host(both)  # sync: bounds check
 
 
-def coo_components(coords, data, shape, fill_value, device, check):
-    """Validate COO input; returns ``(coords, data, shape, fill_value, device)``."""
-    arrays, dev = place_components({"coords": coords, "data": data}, device)
+def coo_components(coords, data, shape, fill_value, device, check, *, be=None):
+    """Validate COO input; returns ``(coords, data, shape, fill_value, device)``.
+
+    ``be`` is the backend of ``device``, when an operation that has resolved
+    it already builds the components; a constructor's ``device`` (a string,
+    a Device or None) is resolved here.
+    """
+    arrays, dev = place_components({"coords": coords, "data": data}, device if be is None else be.device)
     coords, data = arrays["coords"], arrays["data"]
-    xp = xp_for(dev)
+    xp = be.xp if be is not None else xp_for(dev)
     if coords.ndim == 1:
         coords = coords.reshape(1, -1)
     if coords.ndim != 2:
@@ -275,11 +280,11 @@ def check_array(x) -> None:
     The implementation of :meth:`gpusparse.SparseArray.check`: raises
     ``ValueError`` naming the first problem found.
     """
-    from gpusparse._device import device_scope, kernels_for
+    from gpusparse._backend import backend
     from gpusparse.ops import canonical
-    dev = x.device
-    xp, k = xp_for(dev), kernels_for(dev)
-    with device_scope(dev):
+    be = backend(x.device)
+    xp, k = be.xp, be.kernels
+    with be.scope():
         if x.format == "coo":
             check_coords(x._coords, x.shape, xp)
             claims = 2 if x.is_coalesced() else 1 if x.sorted else 0
@@ -290,7 +295,7 @@ def check_array(x) -> None:
                     raise ValueError(f"x is flagged {what}, but its coordinates are not")
             return
         check_structure(x._indptr, x._indices, x.shape[1 - x._major_axis], xp)
-        if not canonical.is_compressed_canonical(x):
+        if not canonical.is_compressed_canonical(x, be=be):
             axis = "row" if x._major_axis == 0 else "column"
             raise ValueError(
                 f"indices must be sorted and unique within each {axis} (canonical {x.format.upper()})"

@@ -16,7 +16,8 @@ import sys
 
 import numpy as np
 
-from gpusparse._device import cuda_module, device_scope, is_cupy_array, kernels_for, to_host, xp_for
+from gpusparse._backend import backend
+from gpusparse._device import cuda_module, is_cupy_array, to_host
 
 __all__ = [
     "check_copy",
@@ -94,7 +95,7 @@ def _why(name: str, src, ours, peer: str, fmt: str) -> str:
             f"without duplicates), which gpusparse {fmt.upper()} requires")
 
 
-def finish_import(out, sources, copy, peer: str):
+def finish_import(out, sources, copy, peer: str, *, be=None):
     """Check and complete the ``copy`` contract for a container ``out`` built from a peer.
 
     ``sources`` holds, for each component of ``out`` in constructor order,
@@ -102,7 +103,8 @@ def finish_import(out, sources, copy, peer: str):
     new by design (an unavoidable copy already allowed through
     :func:`refuse`). With ``copy=False`` every non-empty source must still be
     shared; with ``copy=True`` every component that shares memory with a
-    source is copied.
+    source is copied. ``be`` is the backend of ``out``'s device, when the
+    caller has it already.
     """
     from gpusparse.ops.convert import components, rebuild
     arrays = components(out)
@@ -113,7 +115,8 @@ def finish_import(out, sources, copy, peer: str):
                 refuse(copy, _why(name, src, ours, peer, out.format))
         return out
     if copy:
-        with device_scope(out.device):
+        be = be or backend(out.device)
+        with be.scope():
             fresh = tuple(
                 a.copy() if any(s is not None and shares(s, a) for s in sources) else a
                 for a in arrays
@@ -223,10 +226,11 @@ def stack_rows(rows, xp):
     return out, True
 
 
-def order_state(coords, sparse_shape, device) -> int:
+def order_state(coords, sparse_shape, device, *, be=None) -> int:
     """2 if ``coords`` strictly increase in row-major order, 1 if they only do not decrease, else 0.
 
-    One pass over the coordinates and one device synchronisation.
+    One pass over the coordinates and one device synchronisation. ``be`` is
+    the backend of ``device``, when the caller has it already.
     """
     from gpusparse.ops import canonical
     nnz = coords.shape[1]
@@ -234,15 +238,16 @@ def order_state(coords, sparse_shape, device) -> int:
         return 2
     if coords.shape[0] == 0:
         return 1
-    k, xp = kernels_for(device), xp_for(device)
-    with device_scope(device):
+    be = be or backend(device)
+    k, xp = be.kernels, be.xp
+    with be.scope():
         rows = [k.linearize(coords[a:b], sparse_shape[a:b])
                 for a, b in canonical.key_groups(sparse_shape)]
         keys = rows[0] if len(rows) == 1 else xp.stack(rows)
         return int(to_host(k.sortedness(keys)))  # sync: which flags are honest
 
 
-def verified_flags(coords, sparse_shape, device, *, sorted: bool, unique: bool) -> tuple:
+def verified_flags(coords, sparse_shape, device, *, sorted: bool, unique: bool, be=None) -> tuple:
     """``(sorted, unique)`` for coordinates a peer claims to be ``sorted`` / ``unique``, as they really are.
 
     A peer's flags are claims, not facts: torch's ``is_coalesced()``, JAX's
@@ -252,27 +257,30 @@ def verified_flags(coords, sparse_shape, device, *, sorted: bool, unique: bool) 
     summation of duplicates, so a false claim would silently drop values.
     Where the peer claims anything, one pass over the coordinates
     (:func:`order_state`, one synchronisation) decides both flags; where it
-    claims nothing, both are False at no cost.
+    claims nothing, both are False at no cost. ``be`` is the backend of
+    ``device``, when the caller has it already.
     """
     if not (sorted or unique):
         return False, False
-    state = order_state(coords, sparse_shape, device)
+    state = order_state(coords, sparse_shape, device, be=be)
     return state >= 1, state == 2
 
 
-def expand_dense_dims(x):
+def expand_dense_dims(x, *, be=None):
     """COO ``x`` with its dense dimensions turned into sparse ones (a new array).
 
     Each stored block becomes ``prod(dense_shape)`` entries, in C order
-    within the block, so sorted and unique coordinates stay so.
+    within the block, so sorted and unique coordinates stay so (on the
+    backend ``be`` of ``x``'s device, when the caller has it).
     """
     from gpusparse.containers import COO
     if x.dense_dim == 0:
         return x
     dense_shape = x.shape[x.sparse_dim:]
     block = math.prod(dense_shape)
-    xp = xp_for(x.device)
-    with device_scope(x.device):
+    be = be or backend(x.device)
+    xp = be.xp
+    with be.scope():
         grid = xp.indices(dense_shape, dtype=np.int64).reshape(len(dense_shape), block)
         coords = xp.concatenate([xp.repeat(x.coords, block, axis=1), xp.tile(grid, (1, x.nnz))], axis=0)
         coords = xp.ascontiguousarray(coords, dtype=np.int64)

@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from gpusparse._components import to_array
-from gpusparse._device import array_device, device_scope, to_host, xp_for
+from gpusparse._backend import backend
+from gpusparse._device import array_device, to_host
 from gpusparse.ops.interop._common import (
     require_valid,
     check_copy,
@@ -111,9 +112,9 @@ def _from_bcoo(b, copy):
     src_data = _view(b.data, "data")
     indices, data = src_indices, src_data
     nse, n_sparse = indices.shape
-    dev = array_device(indices)
-    xp = xp_for(dev)
-    with device_scope(dev):
+    be = backend(array_device(indices))
+    dev, xp = be.device, be.xp
+    with be.scope():
         if nse and n_sparse:
             inside = (indices < xp.asarray(b.shape[:n_sparse], dtype=np.int64)).all(axis=1)
             if not bool(to_host(inside.all())):  # sync: padding to drop?
@@ -127,14 +128,14 @@ def _from_bcoo(b, copy):
     # The transposed view goes to the validation as it is: it checks the values
     # in their own dtype before the cast to int64.
     coords, data, shape, fill, dev = _validate.coo_components(
-        indices.T, data, tuple(b.shape), None, dev, True
+        indices.T, data, tuple(b.shape), None, dev, True, be=be
     )
     coords_shared = shares(coords, src_indices)
     # BCOO's flags are claims (BCOO(..., indices_sorted=True, unique_indices=True) takes them on trust).
     sorted_, unique = verified_flags(coords, shape[:n_sparse], dev, sorted=b.indices_sorted,
-                                     unique=b.unique_indices)
+                                     unique=b.unique_indices, be=be)
     out = COO._from_parts(coords, data, shape, fill, dev, sorted=sorted_, unique=unique)
-    return finish_import(out, (src_indices if coords_shared else None, src_data), copy, "JAX")
+    return finish_import(out, (src_indices if coords_shared else None, src_data), copy, "JAX", be=be)
 
 
 def _from_bcsr(b, copy):
@@ -207,10 +208,12 @@ def to_jax(x, *, copy=None):
         raise TypeError(
             f"x of shape {x.shape} with {x.nnz} entries needs int64 indices, but jax_enable_x64 is off"
         )
+    be = backend(x.device)
     if x.format == "csc":
-        x = x.tocoo()
-    xp = xp_for(x.device)
-    with device_scope(x.device):
+        from gpusparse.ops import convert
+        x = convert.asformat(x, "coo", be=be)
+    xp = be.xp
+    with be.scope():
         data = xp.array(x.data, order="C", copy=True)
         if x.format == "coo":
             indices = xp.empty((x.nnz, x.sparse_dim), dtype=index_dtype)
