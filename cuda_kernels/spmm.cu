@@ -193,21 +193,21 @@ __global__ void __launch_bounds__(GS_MM_THREADS) gs_csr_spmm_reduce_rows(
         if (folded && count == 1) continue;  // finished by gs_csr_spmm_reduce_chunks
         long long lo, hi;
         gs_row_range<I>(indptr, r, nnz, lo, hi);
-        T acc = R::identity();
-        if (folded && count == 0) {
+        if (hi == lo) {
             out[t] = gs_zero<T>();
             continue;
-        } else if (folded && s0 >= 0 && s0 + count <= n_slot_bound) {
-            for (long long i = 0; i < count; ++i) acc = R::combine(acc, partial[(s0 + i) * n + c]);
-        } else {  // overlapping rows of a malformed indptr outgrew the bounds: fold the row here
-            if (hi == lo) {
-                out[t] = gs_zero<T>();
-                continue;
-            }
-            for (long long p = lo; p < hi; ++p) {
-                const long long row_b = gs_clip_index(static_cast<long long>(indices[p]), k);
-                acc = R::combine(acc, gs_mul<T>(data[p], b[row_b * n + c]));
-            }
+        }
+        // The row's partial results, or -- where a malformed indptr's overlapping rows
+        // outgrew the bounds -- its terms, folded here: one loop over either.
+        const bool from_partials = folded && s0 >= 0 && s0 + count <= n_slot_bound;
+        const long long first = from_partials ? s0 : lo;
+        const long long last = from_partials ? s0 + count : hi;
+        T acc = R::identity();
+        for (long long p = first; p < last; ++p) {
+            const T term = from_partials
+                ? partial[p * n + c]
+                : gs_mul<T>(data[p], b[gs_clip_index(static_cast<long long>(indices[p]), k) * n + c]);
+            acc = R::combine(acc, term);
         }
         out[t] = R::finish(acc, hi - lo);
     }
