@@ -10,8 +10,6 @@ checks the invariant after every step; the rules live in mixins
 
 from __future__ import annotations
 
-from __future__ import annotations
-
 import math
 import warnings
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from __future__ import annotations
-
 import math
 import operator
 import warnings
@@ -152,14 +150,26 @@ class ArithmeticRules:
             return call_library(gs.elemwise, getattr(np, name), a, b)
         return call_library(getattr(np, name), a, b)
 
-    def _linear_in_x(self, name, swapped, other):
-        """Whether the library maps each duplicate of ``x`` on its own (linear, same dtype)."""
+    def _linear_in_x(self, name, swapped, other, scalar):
+        """Whether the library maps each duplicate of ``x`` on its own (linear, same dtype, no overflow).
+
+        Mirrors ``gpusparse.ops.elementwise.stored._is_linear``: the ufunc's
+        result has ``x``'s dtype, and an inexact ``x`` is multiplied by a
+        scalar of magnitude at most 1 or divided by one of at least 1 (or NaN).
+        """
         x = self.x
         if x.format != "coo" or x.unique or x.dtype == np.bool_:
             return False
-        if np.result_type(x.dtype, other) != x.dtype:
+        if name not in ("multiply", "true_divide") or (name == "true_divide" and swapped):
             return False
-        return name == "multiply" or (name == "true_divide" and not swapped)
+        with np.errstate(all="ignore"):
+            result = getattr(np, name)(np.ones(1, x.dtype), np.ones(1, other)).dtype
+        if result != x.dtype:
+            return False
+        if x.dtype.kind not in "fc":
+            return True
+        magnitude = abs(complex(scalar))
+        return magnitude != magnitude or (magnitude <= 1 if name == "multiply" else magnitude >= 1)
 
     @rule(data=st.data())
     def scalar_binary(self, data):
@@ -169,7 +179,7 @@ class ArithmeticRules:
         s = data.draw(values(sdtype), label="scalar")
         swapped = data.draw(st.booleans(), label="scalar first")
         how = data.draw(st.sampled_from(["operator", "ufunc", "elemwise"]), label="call")
-        linear = self._linear_in_x(name, swapped, np.asarray(s).dtype)
+        linear = self._linear_in_x(name, swapped, np.asarray(s).dtype, s)
         if not linear and name not in ("add", "subtract"):
             self.settle()
             x = self.x
@@ -177,9 +187,16 @@ class ArithmeticRules:
         func = getattr(np, name)
         try:
             expected = model(func, *order(self.m))
-            fill = model(func, *order(np.asarray(self.fill)))
         except _NumpyRaised as raised:
             return expect_same_error(raised, self._apply, name, how, *order(x))
+        try:
+            fill = model(func, *order(np.asarray(self.fill)))
+        except _NumpyRaised as raised:
+            if np.asarray(expected).size:  # a result with elements needs its fill value
+                return expect_same_error(raised, self._apply, name, how, *order(x))
+            # no elements (NumPy computes nothing, so raises nothing): any fill value will do
+            out = self._apply(name, how, *order(x))
+            return self.become(out, expected, np.asarray(out.fill_value)[()])
         if np.asarray(expected).dtype == np.float16:
             return  # float16 results are computed in float32: covered by the unary rule
         y = self._apply(name, how, *order(x))
@@ -202,9 +219,17 @@ class ArithmeticRules:
         func = getattr(np, name)
         try:
             expected = model(func, *order(self.m, d))
-            fills_ = model(func, *order(np.asarray(self.fill), d))
         except _NumpyRaised as raised:
             return expect_same_error(raised, self._apply, name, how, *order(x, self.put(d)))
+        try:
+            fills_ = model(func, *order(np.asarray(self.fill), d))
+        except _NumpyRaised as raised:
+            if expected.size:  # a result with elements needs its fill values
+                return expect_same_error(raised, self._apply, name, how, *order(x, self.put(d)))
+            out = self._apply(name, how, *order(x, self.put(d)))  # no elements: NumPy computes nothing
+            if isinstance(out, SparseArray):
+                return self.become(out, expected, np.asarray(out.fill_value)[()])
+            return
         if expected.dtype == np.float16:
             return
         if not (expected.size <= self.max_size):

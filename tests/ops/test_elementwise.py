@@ -455,11 +455,29 @@ def test_add_of_uncoalesced_arrays_concatenates(device):
 
 def test_linear_unary_keeps_duplicates_nonlinear_coalesces(device):
     a = COO([[2, 0, 2]], [1.0, 2.0, 3.0], shape=(3,), device=device)
-    assert (a * 2).nnz == 3 and (-a).nnz == 3 and (a / 2).nnz == 3
+    assert (a * 0.5).nnz == 3 and (-a).nnz == 3 and (a / 2).nnz == 3
+    assert COO([[2, 0, 2]], [1, 2, 3], shape=(3,), device=device).__mul__(7).nnz == 3  # integers wrap alike
     assert_sparse_equal(a * 2, np.array([4.0, 0.0, 8.0]))
     sq = a ** 2
     assert sq.is_coalesced()
     assert_sparse_equal(sq, np.array([4.0, 0.0, 16.0]))
+
+
+@pytest.mark.parametrize("values, op, scalar", [
+    ([5.0, 0.0, 1.0], "truediv", 0.0),     # one by one: inf + nan = nan; the value 5 / 0 is inf
+    ([5.0, 0.0, 1.0], "truediv", -0.0),
+    ([1e300, -1e300, 2.0], "mul", 1e10),   # one by one: inf - inf = nan; the value 0 * 1e10 is 0
+    ([5.0, 0.0, 1.0], "mul", np.inf),      # one by one: inf + nan; the value 5 * inf is inf
+    ([1e300, -1e300, 2.0], "truediv", 1e-10),
+])
+def test_scaling_duplicates_one_by_one_only_where_their_sum_gives_the_same(device, values, op, scalar):
+    """Duplicates are scaled one by one only by scalars that cannot overflow or make a NaN."""
+    import operator
+    a = COO([[0, 0, 1]], values, shape=(2,), device=device)
+    with np.errstate(all="ignore"):
+        expected = getattr(operator, op)(to_host(a.todense()), scalar)
+        got = getattr(operator, op)(a, scalar)
+    assert_sparse_equal(got, expected)
 
 
 def test_multiply_uses_the_intersection_unless_values_are_not_finite(device):

@@ -39,7 +39,17 @@ def _output_format(sparse, prefix):
 
 
 def _is_linear(func, operands, dtypes) -> bool:
-    """Whether ``func`` is linear in its one sparse operand (others scalars, same dtype)."""
+    """Whether ``func`` may map the duplicates of its one sparse operand one by one.
+
+    True where ``func`` is linear in it (others scalars, same dtype) and the
+    scaled duplicates cannot overflow or make a NaN their sum would not give:
+    an inexact array is multiplied only by a scalar of magnitude at most 1
+    (or NaN) and divided only by one of magnitude at least 1 (or NaN). ``[5.0,
+    0.0] / 0.0`` mapped one by one would give ``inf + nan = nan`` where the
+    array's value ``5.0 / 0.0`` is ``inf``; ``[1e300, -1e300] * 1e10`` would
+    give ``inf - inf = nan`` where the value is ``0``. Integers wrap
+    consistently, so their products are always mapped one by one.
+    """
     if not isinstance(func, np.ufunc) or len(dtypes) != 1:
         return False
     kinds = [op.kind for op in operands]
@@ -50,9 +60,30 @@ def _is_linear(func, operands, dtypes) -> bool:
         return False
     if func.__name__ in _LINEAR_UNARY and len(operands) == 1:
         return True
-    if func.__name__ in _LINEAR_SCALE and len(operands) == 2:
+    if len(operands) != 2:
+        return False
+    scalar = operands[1 - kinds.index("sparse")].value
+    if func.__name__ in _LINEAR_SCALE:
+        return _scale_is_safe(scalar, x.dtype, shrinks=True)
+    return func.__name__ in _LINEAR_DIVIDE and kinds[0] == "sparse" and _scale_is_safe(scalar, x.dtype,
+                                                                                       shrinks=False)
+
+
+def _scale_is_safe(scalar, dtype, *, shrinks) -> bool:
+    """Whether scaling an ``dtype`` array's duplicates one by one by ``scalar`` gives their sum's result.
+
+    ``shrinks``: multiplication (safe for ``|scalar| <= 1``); otherwise division
+    (safe for ``|scalar| >= 1``, infinity included). NaN is safe either way.
+    """
+    if np.dtype(dtype).kind not in "fc":
         return True
-    return func.__name__ in _LINEAR_DIVIDE and len(operands) == 2 and kinds[0] == "sparse"
+    try:
+        magnitude = abs(complex(scalar))
+    except (TypeError, ValueError, OverflowError):
+        return False
+    if magnitude != magnitude:  # NaN makes every entry NaN, summed or not
+        return True
+    return magnitude <= 1 if shrinks else magnitude >= 1
 
 
 def _is_concat_add(func, operands, fills, dtypes) -> bool:
