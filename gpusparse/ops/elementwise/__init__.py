@@ -9,7 +9,9 @@ How the stored entries are found
 --------------------------------
 * One sparse operand: its own entries (coalesced first, unless the function
   is linear in it -- ``-x``, ``2 * x``, ``x / 4``, ``x.conj()`` -- when
-  duplicates may stay: each one is mapped on its own).
+  duplicates may stay: each one is mapped on its own; for inexact arrays
+  only scalars that cannot overflow or make a NaN the sum would not give,
+  ``|s| <= 1`` in ``s * x`` and ``|s| >= 1`` in ``x / s``).
 * Several sparse operands: their coordinates are linearised to int64 keys
   and merged on the device (primitive ``merge_sorted``). Positions stored
   in only one operand take the other operands' fill values there. When the
