@@ -297,8 +297,9 @@ def _gb_pagerank(gb, a, n):
 def _gb_components(gb, a, n):
     u = a.ewise_add(a.T, gb.binary.pair).new()
     labels = _graphblas.dense(np.arange(n, dtype=np.int64))
-    while True:
-        new = labels.ewise_add(u.mxv(labels, gb.semiring.min_second).new(), gb.binary.min).new()
+    while True:  # min-label propagation with pointer jumping, as gpusparse.graph (LAGraph's FastSV extracts f[f] so)
+        grand = labels[labels.to_coo()[1]].new()
+        new = grand.ewise_add(u.mxv(grand, gb.semiring.min_second).new(), gb.binary.min).new()
         if new.isequal(labels):
             return labels
         labels = new

@@ -12,8 +12,8 @@ convergence.
   by the complement of the visited set);
 * :func:`sssp` -- Bellman-Ford on ``min_plus``;
 * :func:`pagerank` -- networkx's power iteration (``plus_times``);
-* :func:`connected_components` -- weak: min-label propagation on the
-  symmetrised pattern; strong: forward colouring and backward
+* :func:`connected_components` -- weak: min-label propagation with pointer
+  jumping on the symmetrised pattern; strong: forward colouring and backward
   reachability within each colour (``min_second`` / ``max_second``);
 * :func:`triangle_count` -- ``sum(L plus_pair L, mask=L)`` with ``L`` the
   strictly lower triangle of the undirected pattern.
@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpusparse._backend import backend
 from gpusparse._device import device_scope, to_host, xp_for
 from gpusparse.ops import convert
 from gpusparse.ops.linalg.core import transpose_2d
-from gpusparse.ops.semiring import apply, ewise_add, mxm, mxv, select
+from gpusparse.ops.semiring import apply, mxm, mxv, select
 from gpusparse.ops.semiring._operands import as_csr, need_sparse
 
 __all__ = ["bfs", "connected_components", "pagerank", "sssp", "triangle_count"]
@@ -52,6 +53,17 @@ def _source(source, n, what):
 def _pattern(A):
     """The CSR of A's structure with int64 ones (duplicates merged)."""
     return as_csr(convert.astype(apply(A, "one"), np.int64, copy=False))
+
+
+def _union_pattern(a, b):
+    """The CSR of the union of two canonical CSR structures of one shape, with int64 ones."""
+    from gpusparse.containers import CSR
+    be = backend(a.device)
+    with be.scope():
+        indptr, indices, _, _ = be.kernels.merge_rows(a.indptr, a.indices, b.indptr, b.indices, a.shape[1], "union")
+        ones = be.xp.ones(indices.shape[0], dtype=np.int64)
+        return CSR._from_parts(indptr.astype(indices.dtype, copy=False), indices, ones, a.shape, np.int64(0),
+                               a.device)
 
 
 def _transposed(x):
@@ -168,7 +180,7 @@ def pagerank(A, alpha=0.85, tol=1e-6, max_iter=100):
         out_weight = mxv(W, xp.ones(n), "plus_times")
         dangling = out_weight == 0
         scale = xp.where(dangling, 0.0, 1.0 / xp.where(dangling, 1.0, out_weight))
-        rows = convert.asformat(W, "coo").coords[0]
+        rows = backend(dev).kernels.expand(W.indptr, W.nnz)
         from gpusparse.containers import CSR
         Q = CSR._from_parts(W.indptr, W.indices, xp.ascontiguousarray(W.data * scale[rows]), W.shape,
                             np.float64(0), dev)
@@ -214,10 +226,13 @@ def connected_components(A, directed=True, connection="weak"):
     with device_scope(dev):
         ids = xp.arange(n, dtype=np.int64)
         if not directed or connection == "weak":
-            U = ewise_add(P, _transposed(P), "pair")
+            U = _union_pattern(P, _transposed(P))
             labels = ids
             while True:
-                new = xp.minimum(labels, mxv(U, labels, "min_second"))
+                # each vertex takes the smallest grandparent label around it (min-label propagation
+                # with pointer jumping: a chain of labels halves every step instead of moving one edge)
+                grand = labels[labels]
+                new = xp.minimum(grand, mxv(U, grand, "min_second"))
                 if _same(xp, new, labels):
                     break
                 labels = new
@@ -263,7 +278,8 @@ def triangle_count(A):
     what = "triangle_count"
     _square(A, what)
     P = _pattern(A)
-    L = select(ewise_add(P, _transposed(P), "pair"), "tril", -1)
+    # tril(P | P.T, -1) from the halves: only the upper half is transposed
+    L = _union_pattern(select(P, "tril", -1), _transposed(select(P, "triu", 1)))
     C = mxm(L, L, "plus_pair", mask=L)
     with device_scope(C.device):
         return int(to_host(C.data.sum()))  # sync: the count

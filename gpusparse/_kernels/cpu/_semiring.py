@@ -32,8 +32,18 @@ import functools
 import numpy as np
 
 from gpusparse._kernels import SEMIRING_ADD, SEMIRING_MUL, semiring_identity
-from gpusparse._kernels._numba import jit
-from gpusparse._kernels.cpu._common import _column, _run, _structure, empty, row_bounds, row_range
+from gpusparse._kernels._numba import jit, n_threads
+from gpusparse._kernels.cpu._common import (
+    PARALLEL_MIN,
+    _clip_pointer,
+    _column,
+    _row_bounds,
+    _run,
+    _structure,
+    empty,
+    row_bounds,
+    row_range,
+)
 from gpusparse._kernels.cpu._linalg import _sort_columns
 
 __all__ = ["spgemm_semiring", "spmm_semiring"]
@@ -85,14 +95,10 @@ def _spmm_kernel(add, mul):
         last = np.uintp(max(b.shape[0] - 1, 0))
         term = np.empty(1, dtype=out.dtype)
         for r in range(lo, hi):
-            row = out[r]
-            for c in range(n):
-                row[c] = identity
             start, end = row_range(indptr, r, nnz)
-            if start == end:
-                continue
             for c in range(n):
-                if use_mask and not allowed[r, c]:
+                if start == end or (use_mask and not allowed[r, c]):
+                    out[r, c] = identity
                     continue
                 # the reduction starts from the first term (as SuiteSparse's);
                 # each term is rounded to the value dtype (integers wrap) before it is combined
@@ -102,7 +108,7 @@ def _spmm_kernel(add, mul):
                     term[0] = _times(mul, data[p], b[_column(indices, p, last), c])
                     term[0] = _combine(add, acc, term[0])
                     acc = term[0]
-                row[c] = acc
+                out[r, c] = acc
 
     return kernel
 
@@ -221,6 +227,112 @@ def _spgemm_fill_kernel(add, mul):
     return kernel
 
 
+@functools.cache
+def _spgemm_masked_kernel(add, mul):
+    @jit()
+    def kernel(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, mask_indptr, mask_indices, n_cols,
+               c_indices, c_data, counts, part, lo, hi):
+        # One pass per row: the mask row's columns are stamped "selected" (2r),
+        # a term reaching a stamped column marks it "reached" (2r + 1) and
+        # starts or extends its reduction, then the mask row is walked in its
+        # own (sorted) order and the reached columns are written at the mask
+        # row's offsets. No counting pass, no sort; the caller closes up the gaps.
+        state = np.full(n_cols, -1, dtype=np.int64)
+        acc = np.empty(n_cols, dtype=c_data.dtype)
+        term = np.empty(1, dtype=c_data.dtype)
+        a_nnz, b_nnz, m_nnz = a_indices.shape[0], b_indices.shape[0], mask_indices.shape[0]
+        k_last, j_last = np.uintp(b_indptr.shape[0] - 2), np.uintp(n_cols - 1)
+        for r in range(lo, hi):
+            m_lo, m_hi = row_range(mask_indptr, r, m_nnz)
+            counts[r + 1] = 0
+            if m_lo == m_hi:
+                continue
+            selected = 2 * np.int64(r)
+            reached = selected + 1
+            for t in range(m_lo, m_hi):
+                state[_column(mask_indices, t, j_last)] = selected
+            a_start, a_end = row_range(a_indptr, r, a_nnz)
+            for p in range(a_start, a_end):
+                k = _column(a_indices, p, k_last)
+                v = a_data[p]
+                b_start, b_end = row_range(b_indptr, k, b_nnz)
+                for q in range(b_start, b_end):
+                    j = _column(b_indices, q, j_last)
+                    s = state[j]
+                    if s == reached:
+                        term[0] = _times(mul, v, b_data[q])
+                        term[0] = _combine(add, acc[j], term[0])
+                        acc[j] = term[0]
+                    elif s == selected:
+                        state[j] = reached
+                        term[0] = _times(mul, v, b_data[q])
+                        acc[j] = term[0]
+            used = m_lo
+            for t in range(m_lo, m_hi):
+                j = _column(mask_indices, t, j_last)
+                if state[j] == reached:
+                    state[j] = -1  # a repeated mask column (a malformed mask) is written once
+                    c_indices[used] = j
+                    c_data[used] = acc[j]
+                    used += 1
+            counts[r + 1] = used - m_lo
+
+    return kernel
+
+
+@jit()
+def _close_rows(mask_indptr, m_nnz, indptr, src_indices, src_data, dst_indices, dst_data, part, lo, hi):
+    for r in range(lo, hi):
+        m_lo = _clip_pointer(mask_indptr, r, m_nnz)
+        out = indptr[r]
+        for t in range(indptr[r + 1] - out):
+            dst_indices[out + t] = src_indices[m_lo + t]
+            dst_data[out + t] = src_data[m_lo + t]
+
+
+@jit()
+def _masked_work(a_indptr, a_indices, b_indptr, b_indices, mask_indptr, mask_indices, work):
+    # cumulative terms per row (rows the mask leaves empty cost one), to split rows by work
+    m = a_indptr.shape[0] - 1
+    a_nnz, b_nnz, m_nnz = a_indices.shape[0], b_indices.shape[0], mask_indices.shape[0]
+    k_last = np.uintp(b_indptr.shape[0] - 2)
+    work[0] = 0
+    for r in range(m):
+        w = 0
+        m_lo, m_hi = row_range(mask_indptr, r, m_nnz)
+        if m_hi > m_lo:
+            w = m_hi - m_lo
+            a_start, a_end = row_range(a_indptr, r, a_nnz)
+            for p in range(a_start, a_end):
+                k = _column(a_indices, p, k_last)
+                b_start, b_end = row_range(b_indptr, k, b_nnz)
+                w += b_end - b_start
+        work[r + 1] = work[r] + w
+
+
+def _spgemm_masked(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, m, n, add, mul,
+                   mask_indptr, mask_indices):
+    """The masked product (the mask's structure selects) in one pass: outputs at the mask's positions, closed up."""
+    m_nnz = mask_indices.shape[0]
+    work = np.empty(m + 1, dtype=np.int64)
+    _masked_work(a_indptr, a_indices, b_indptr, b_indices, mask_indptr, mask_indices, work)
+    total = int(work[-1])
+    parts = n_threads() * 4 if total >= PARALLEL_MIN and n_threads() > 1 else 1
+    bounds = _row_bounds(work, max(1, min(parts, max(m, 1))))
+    wide_indices = empty(m_nnz, dtype=np.int64)
+    wide_data = empty(m_nnz, dtype=a_data.dtype)
+    counts = np.zeros(m + 1, dtype=np.int64)
+    _run(_spgemm_masked_kernel(_ADD[add], _MUL[mul]), bounds, a_indptr, a_indices, a_data, b_indptr,
+         b_indices, b_data, mask_indptr, mask_indices, n, wide_indices, wide_data, counts)
+    indptr64 = np.cumsum(counts)
+    nnz = int(indptr64[-1])
+    index_dtype = np.int32 if max(m, n, nnz) <= np.iinfo(np.int32).max else np.int64
+    indices = empty(nnz, dtype=index_dtype)
+    data = empty(nnz, dtype=a_data.dtype)
+    _run(_close_rows, bounds, mask_indptr, m_nnz, indptr64, wide_indices, wide_data, indices, data)
+    return indptr64.astype(index_dtype), indices, data
+
+
 def spgemm_semiring(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape, add, mul,
                     mask_indptr=None, mask_indices=None, complement=False):
     """Two canonical CSR matrices, (m, k) and (k, n) for ``shape = (m, k, n)``, one value dtype; mask a canonical CSR structure of (m, n) or None; not validated.
@@ -241,6 +353,11 @@ def spgemm_semiring(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, sh
     """
     m, _, n = (int(s) for s in shape)
     a_indptr = _structure(a_indptr, a_indices, min(b_indptr.shape[0] - 1, n))
+    if mask_indptr is not None and not complement:
+        if n == 0:
+            return np.zeros(m + 1, dtype=np.int32), empty(0, dtype=np.int32), empty(0, dtype=a_data.dtype)
+        return _spgemm_masked(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, m, n, add, mul,
+                              mask_indptr, mask_indices)
     mask_mode = 0 if mask_indptr is None else (2 if complement else 1)
     if mask_indptr is None:
         mask_indptr = np.zeros(m + 1, dtype=np.int64)
