@@ -119,8 +119,9 @@ def row_range(indptr, r, nnz):
     For a valid ``indptr`` this is ``[indptr[r], indptr[r + 1])``; for any
     other it is what the memory-safety contract of the primitives defines.
     """
-    lo = min(max(np.int64(indptr[r]), 0), nnz)
-    return lo, max(lo, min(max(np.int64(indptr[r + 1]), 0), nnz))
+    u = np.uintp(r)  # r is a row of the range being walked (0 <= r < rows); unsigned: no negative-index wrap
+    lo = min(max(np.int64(indptr[u]), 0), nnz)
+    return lo, max(lo, min(max(np.int64(indptr[u + 1]), 0), nnz))
 
 
 # --------------------------------------------------------------------------
