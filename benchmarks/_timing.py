@@ -198,6 +198,10 @@ def time_interleaved(fns: dict, device: str = "cpu", *, target_s: float = 1.5,
     all of them sample the same conditions and their ratios stay fair. A
     function much faster than the slowest is called several times in a row
     per round (at most ``max_calls_per_round``) so it gets more samples.
+    Each function's calls in a round start with one untimed call: the call
+    right after another implementation's pays for what that one left behind
+    (its threads still waking or winding down, caches filled with its data),
+    which is neither library's own cost.
 
     Parameters
     ----------
@@ -250,6 +254,8 @@ def time_interleaved(fns: dict, device: str = "cpu", *, target_s: float = 1.5,
         for r in range(rounds):
             for i in range(len(names)):
                 name = names[(i + r) % len(names)]
+                if len(names) > 1:  # settle: the first call after another implementation's is not timed
+                    del clock(fns[name])[0]
                 for _ in range(calls[name]):
                     out, seconds = clock(fns[name])
                     del out
