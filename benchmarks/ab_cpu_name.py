@@ -25,7 +25,7 @@ to CSC, 2**size / 16 random rows of the CSR, and ``x.T.coalesce()``.
 Examples
 --------
 >>> sorted(OPERATIONS)[:3]
-['add', 'coalesce', 'max(axis=1)']
+['add', 'coalesce', 'index_select']
 """
 
 from __future__ import annotations

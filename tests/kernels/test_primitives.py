@@ -210,6 +210,19 @@ def test_sortedness(device, k, rng, g, n):
         assert int(to_host(got)) == ref_sortedness(keys), name
 
 
+@pytest.mark.parametrize("at", [1, 4095, 4096, 4097, 8192, 8193, 2 * 4096 + 2])
+def test_sortedness_finds_one_descent_or_tie_anywhere(device, k, at):
+    """One key out of order (or one tie) at or around the block boundaries of the CPU's order test."""
+    n = 2 * 4096 + 3
+    keys = np.arange(n, dtype=np.int64) * 2
+    descent = keys.copy()
+    descent[at] = descent[at - 1] - 1
+    tie = keys.copy()
+    tie[at] = tie[at - 1]
+    for arr, want in ((keys, 2), (descent, 0), (tie, 1)):
+        assert int(to_host(k.sortedness(put(arr, device)))) == want
+
+
 def test_sortedness_later_rows_break_ties_only(device, k):
     keys = np.array([[0, 1, 1, 2], [9, 0, 5, 0]], dtype=np.int64)
     assert int(to_host(k.sortedness(put(keys, device)))) == 2
