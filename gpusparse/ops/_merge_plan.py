@@ -49,13 +49,12 @@ def keys_of(x, order, k, xp):
     if n <= 1 or identity and x.is_coalesced():  # sorted and unique: the keys are too
         keys = k.linearize(coords, perm_shape)
         return Keyed(keys, x.data, x.fill_value, lambda: coords)
-    payload = canonical.value_payload(x.data)
-    keys, moved, state = canonical.sorted_keys(coords, perm_shape, k, xp, payload)
+    keys, moved, state = canonical.sorted_keys(coords, perm_shape, k, xp, lambda: canonical.value_payload(x.data))
     if state == 2:  # strictly increasing already
         return Keyed(keys, x.data, x.fill_value, lambda: coords)
     if moved is None:  # sorted, with repeats
         values, perm = x.data, None
-    elif payload is not None:
+    elif canonical.has_payload(x.data):
         values, perm = canonical.payload_values(moved, x.data), None
     else:
         values, perm = x.data, moved

@@ -54,7 +54,8 @@ def sorted_keys(coords, shape, k, xp, payload=None, known_sorted=False, test_ord
     Returns ``(keys, moved, state)``: ``keys`` in sorted order, ``(n,)`` for
     one key group and ``(g, n)`` for several; ``moved`` is None if the input
     was already sorted, else the stable sorting permutation, or ``payload``
-    (an int64 array) in sorted order when one is given and the keys form a
+    (an int64 array, or a callable returning one or None, called only if
+    the keys are sorted here) in sorted order when one is given and the keys form a
     single group (so that callers can carry values through the sort instead
     of gathering them afterwards); ``state`` is 2 if the input was strictly
     increasing, 1 if sorted with repeats, 0 if it was sorted here.
@@ -74,6 +75,7 @@ def sorted_keys(coords, shape, k, xp, payload=None, known_sorted=False, test_ord
     if state:
         return keys, None, state
     if len(rows) == 1:
+        payload = payload() if callable(payload) else payload
         return (*k.sort_pairs(keys, payload, key_bits(shape)), 0)
     perm = None
     for (a, b), row in zip(reversed(groups), reversed(rows)):
@@ -87,11 +89,18 @@ def sorted_keys(coords, shape, k, xp, payload=None, known_sorted=False, test_ord
 _PAYLOAD_VIEWS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.int64}
 
 
+def has_payload(data) -> bool:
+    """Whether :func:`value_payload` carries ``data`` (its rows are 1, 2, 4 or 8 bytes)."""
+    return data.dtype.itemsize * math.prod(data.shape[1:]) in _PAYLOAD_VIEWS
+
+
 def value_payload(data):
     """``data``'s rows as int64 sort payload, or None if a row is not 1, 2, 4 or 8 bytes.
 
     Carrying values through the sort lets the reduction read them in order
-    instead of gathering them through a permutation.
+    instead of gathering them through a permutation. :func:`sorted_keys`
+    takes ``lambda: value_payload(data)`` so that input found sorted
+    builds none.
     """
     n = data.shape[0]
     row_bytes = data.dtype.itemsize * math.prod(data.shape[1:])
@@ -176,11 +185,11 @@ def coalesce(x, test_order=True, *, be=None):
     be = be or backend(x.device)
     dev, k, xp = be.device, be.kernels, be.xp
     with be.scope():
-        payload = value_payload(x.data)
-        keys, moved, state = sorted_keys(x.coords, sparse_shape, k, xp, payload, test_order=test_order)
+        keys, moved, state = sorted_keys(x.coords, sparse_shape, k, xp, lambda: value_payload(x.data),
+                                         test_order=test_order)
         if state == 2:
             return _flagged(x, unique=True)
-        carried = moved is not None and keys.ndim == 1 and payload is not None
+        carried = moved is not None and keys.ndim == 1 and has_payload(x.data)
         values = payload_values(moved, x.data) if carried else x.data
         perm = None if carried else moved
         # sync: the size of the output (none when x is flagged unique: nothing to sum)
