@@ -65,7 +65,7 @@ import tempfile
 import time
 
 from benchmarks import _report
-from benchmarks._report import ms, opt
+from benchmarks._report import Skip, ms, need, opt
 
 __all__ = ["details", "run", "summarize"]
 
@@ -111,6 +111,39 @@ OPS = {
 }
 QUICK_OPS = ("coalesce", "add+sum(axis=0)", "spmv", "index_select")
 
+_PYDATA_COMMON = """
+import numpy as np
+import sparse
+rng = np.random.default_rng(20240601)
+k = {k}
+side = max(64, k // 16)
+def _canonical(seed):
+    r = np.random.default_rng(seed)
+    c = r.integers(0, side, (2, k))
+    return sparse.COO(c, r.random(k) + 0.5, shape=(side, side), has_duplicates=True, sorted=False)
+"""
+
+#: The same operations in pydata sparse (its COO; GCXS for the compressed formats): op -> (set-up, call).
+#: Its constructor sorts and sums duplicates, so ``coalesce`` times the constructor.
+PYDATA_OPS = {
+    "coalesce": (OPS["coalesce"][0],
+                 "sparse.COO(coords, data, shape=(n, n), has_duplicates=True, sorted=False)"),
+    "add+sum(axis=0)": ("y = _canonical(1)", "(y + y).sum(axis=0)"),
+    "sum(axis=0)": ("a = _canonical(1)", "a.sum(axis=0)"),
+    "spmv": ("a = _canonical(1); vec = rng.random(side)", "a @ vec"),
+    "index_select": ("a = _canonical(1); rows = rng.integers(0, side, k // 16)", "a[rows]"),
+    "transpose": ("x = _canonical(1)", "x.T"),
+    "tocsr": ("x = _canonical(1)", "sparse.GCXS.from_coo(x, compressed_axes=(0,))"),
+    "add": ("x = _canonical(1); y = _canonical(2)", "x + y"),
+    "multiply": ("x = _canonical(1); y = _canonical(2)", "x * y"),
+    "spmm": ("a = _canonical(1); mat = rng.random((side, 8))", "a @ mat"),
+    "spgemm": ("k = k // 4; side = max(64, k // 16); a = _canonical(1)", "a @ a"),
+    "sum(axis=1)": ("a = _canonical(1)", "a.sum(axis=1)"),
+    "max(axis=1)": ("a = _canonical(1)", "a.max(axis=1)"),
+    "tocsc": ("x = _canonical(1)", "sparse.GCXS.from_coo(x, compressed_axes=(1,))"),
+    "slice": ("x = _canonical(1)", "x[side // 4: 3 * side // 4, side // 4: 3 * side // 4]"),
+}
+
 _CHILD = """
 import json, sys, time
 sys.path.insert(0, {repo!r})
@@ -153,9 +186,10 @@ def _child_snippets(op):
     return OPS[op]
 
 
-def _run_child(op, k, cache, steady, target, timeout=1800):
-    setup, call = OPS[op]
-    code = _CHILD.format(repo=REPO, common=_COMMON.format(k=k), setup=setup, call=call,
+def _run_child(op, k, cache, steady, target, timeout=1800, library="gpusparse"):
+    setup, call = (OPS if library == "gpusparse" else PYDATA_OPS)[op]
+    common = (_COMMON if library == "gpusparse" else _PYDATA_COMMON).format(k=k)
+    code = _CHILD.format(repo=REPO, common=common, setup=setup, call=call,
                          steady=steady, target=target)
     env = dict(os.environ, NUMBA_CACHE_DIR=cache, GPUSPARSE_DEVICE="cpu")
     env.pop("GPUSPARSE_NUMBA_CACHE", None)
@@ -179,6 +213,10 @@ def _warm(cache, timeout=3600):
     return time.perf_counter() - t0, json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def _slug(op):
+    return op.replace("(", "").replace(")", "").replace("+", "-").replace("=", "")
+
+
 def run(ctx):
     """Yield a ``warmup`` row, then one row per operation; see the module docstring."""
     k = getattr(ctx, "size", None) or SIZES[bool(ctx.quick)]
@@ -194,13 +232,19 @@ def run(ctx):
         for op in ops:
             row = {"bench": NAME, "case": op, "impl": "gpusparse", "entries": k}
             try:
-                empty = _run_child(op, k, os.path.join(root, "empty-" + op.replace("(", "").replace(")", "")
-                                                       .replace("+", "-").replace("=", "")), False, 0)
+                empty = _run_child(op, k, os.path.join(root, "empty-" + _slug(op)), False, 0)
                 warm = _run_child(op, k, warm_cache, True, ctx.target_s)
             except (RuntimeError, subprocess.SubprocessError, ValueError) as exc:
                 row.update(status="error", error=str(exc)[:300])
                 yield row
                 continue
+            try:  # pydata sparse's first call with an empty cache of its own, and its steady state
+                need("sparse", "pydata sparse")
+                theirs = _run_child(op, k, os.path.join(root, "pydata-" + _slug(op)), True, ctx.target_s,
+                                    library="pydata")
+                row.update(pydata_first_empty_s=theirs["first_s"], pydata_steady_s=theirs["median_s"])
+            except (Skip, RuntimeError, subprocess.SubprocessError, ValueError) as exc:
+                row.update(pydata_error=str(exc)[:200])
             row.update({key: warm[key] for key in ("median_s", "min_s", "p25_s", "p75_s", "repeats")})
             row.update(status="ok", first_call_s=warm["first_s"], first_empty_s=empty["first_s"],
                        first_warm_s=warm["first_s"], steady_s=warm["median_s"],
@@ -240,8 +284,11 @@ def details(rows) -> str:
         ("kernels compiled", opt("compiles_empty", "{:d}".format)),
         ("compiling", opt("compile_empty_s", ms)),
         ("slowest compilations", lambda r: r.get("slowest_compiles", "")),
+        ("pydata first call, empty cache", lambda r: ms(r["pydata_first_empty_s"]) if "pydata_first_empty_s" in r
+         else str(r.get("pydata_error", "")).replace("|", "/")[:60]),
         ("first call, warm cache", opt("first_warm_s", ms)),
         ("steady state", opt("steady_s", ms)),
+        ("pydata steady state", opt("pydata_steady_s", ms)),
         ("warm first − steady", opt("warm_minus_steady_s", ms)),
         ("load", opt("load_1min", "{:.1f}".format)),
         ("note", lambda r: str(r.get("error", "")).replace("|", "/")),
