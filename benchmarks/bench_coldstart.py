@@ -74,17 +74,22 @@ DEVICES = ("cpu",)
 SIZES = {False: 2**20, True: 2**14}
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-_COMMON = """
+#: A child's common set-up: ``_canonical(seed)`` is a coalesced random COO of ``k`` entries, built
+#: by the library under test (its import and its constructor).
+_COMMON_TEMPLATE = """
 import numpy as np
-import gpusparse as gs
+{library_import}
 rng = np.random.default_rng(20240601)
-k = {k}
+k = {{k}}
 side = max(64, k // 16)
 def _canonical(seed):
     r = np.random.default_rng(seed)
     c = r.integers(0, side, (2, k))
-    return gs.COO(c, r.random(k) + 0.5, (side, side), check=False).coalesce()
+    return {construct}
 """
+_COMMON = _COMMON_TEMPLATE.format(
+    library_import="import gpusparse as gs",
+    construct="gs.COO(c, r.random(k) + 0.5, (side, side), check=False).coalesce()")
 
 #: op -> (set-up, timed expression); the set-up runs in the child before the first call.
 OPS = {
@@ -111,17 +116,9 @@ OPS = {
 }
 QUICK_OPS = ("coalesce", "add+sum(axis=0)", "spmv", "index_select")
 
-_PYDATA_COMMON = """
-import numpy as np
-import sparse
-rng = np.random.default_rng(20240601)
-k = {k}
-side = max(64, k // 16)
-def _canonical(seed):
-    r = np.random.default_rng(seed)
-    c = r.integers(0, side, (2, k))
-    return sparse.COO(c, r.random(k) + 0.5, shape=(side, side), has_duplicates=True, sorted=False)
-"""
+_PYDATA_COMMON = _COMMON_TEMPLATE.format(
+    library_import="import sparse",
+    construct="sparse.COO(c, r.random(k) + 0.5, shape=(side, side), has_duplicates=True, sorted=False)")
 
 #: The same operations in pydata sparse (its COO; GCXS for the compressed formats): op -> (set-up, call).
 #: Its constructor sorts and sums duplicates, so ``coalesce`` times the constructor.
