@@ -50,9 +50,9 @@ def _source(source, n, what):
     return s
 
 
-def _pattern(A, dtype=np.int64):
-    """The CSR of A's structure with ones of ``dtype`` (duplicates merged)."""
-    return as_csr(convert.astype(apply(A, "one"), dtype, copy=False))
+def _pattern(A):
+    """The CSR of A's structure with int64 ones (duplicates merged)."""
+    return as_csr(convert.astype(apply(A, "one"), np.int64, copy=False))
 
 
 def _union_pattern(a, b):
@@ -73,7 +73,7 @@ def _same_structure(a, b) -> bool:
     be = backend(a.device)
     with be.scope():
         xp = be.xp
-        same = xp.array_equal(a.indptr, b.indptr) and xp.array_equal(a.indices, b.indices)
+        same = xp.logical_and(xp.array_equal(a.indptr, b.indptr), xp.array_equal(a.indices, b.indices))
         return bool(to_host(same))  # sync: which plan
 
 
@@ -288,11 +288,11 @@ def triangle_count(A):
     """
     what = "triangle_count"
     _square(A, what)
-    P = _pattern(A, np.bool_)  # one byte a value while only the structure moves
-    # tril(P | P.T, -1) from the halves: only the upper half is transposed
+    P = _pattern(A)
+    # tril(P | P.T, -1) from the halves: only the upper half is transposed, and an undirected
+    # graph's halves match, so that no union is formed
     lower, upper = select(P, "tril", -1), _transposed(select(P, "triu", 1))
     L = lower if _same_structure(lower, upper) else _union_pattern(lower, upper)
-    L = convert.astype(L, np.int64, copy=False)
     C = mxm(L, L, "plus_pair", mask=L)
     with device_scope(C.device):
         return int(to_host(C.data.sum()))  # sync: the count
