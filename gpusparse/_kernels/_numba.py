@@ -13,6 +13,14 @@ fails too. Set ``GPUSPARSE_NUMBA_CACHE=0`` to switch caching off.
 ``fastmath`` is never used: its ``nnan`` flag compiles ``isnan`` away and
 breaks NumPy's NaN semantics.
 
+Numba checks a cached kernel against its own source file only, but a
+kernel's machine code also holds the helpers it inlined from other modules
+(``row_range`` from ``_common``, say). So each kernel's cache entries are
+keyed by :func:`source_digest` as well, a digest of every source of
+``gpusparse._kernels``: after any change there (an edited checkout, a
+``git pull`` into an editable install) every kernel compiles afresh
+instead of running code inlined from the old helpers.
+
 The first decoration chooses Numba's threading layer
 (:mod:`gpusparse._kernels.cpu._threading`: TBB, safe with threads and with
 ``fork()``, unless the user chose one), before any parallel kernel can run.
@@ -27,6 +35,7 @@ Python only, never from other compiled kernels.
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import stat
 import tempfile
@@ -34,7 +43,48 @@ import tempfile
 import numba
 from numba.core import config as _numba_config
 
-__all__ = ["jit", "n_threads", "parallel_kernel", "private_cache_dir"]
+__all__ = ["jit", "n_threads", "parallel_kernel", "private_cache_dir", "source_digest"]
+
+_KERNEL_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _digest_of(directory) -> str:
+    """A digest of the names and contents of the ``.py`` files below ``directory``.
+
+    >>> len(_digest_of(os.path.dirname(__file__)))
+    16
+    """
+    h = hashlib.sha256()
+    for root, dirs, files in os.walk(directory):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(f for f in files if f.endswith(".py")):
+            path = os.path.join(root, name)
+            h.update(os.path.relpath(path, directory).encode() + b"\0")
+            with open(path, "rb") as fh:
+                h.update(fh.read())
+            h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+@functools.cache
+def source_digest() -> str:
+    """The digest of ``gpusparse._kernels``' sources that every cached kernel is keyed by (read once a process)."""
+    return _digest_of(_KERNEL_PACKAGE)
+
+
+def _keyed_by_sources(dispatcher):
+    """``dispatcher`` with :func:`source_digest` added to the key of each of its cache entries."""
+    cache = getattr(dispatcher, "_cache", None)
+    index_key = getattr(cache, "_index_key", None)
+    if index_key is None:  # no cache (NullCache), or a Numba without this hook: nothing to key
+        return dispatcher
+    digest = source_digest()
+
+    def keyed(sig, codegen):
+        return (*index_key(sig, codegen), digest)
+
+    cache._index_key = keyed
+    return dispatcher
 
 
 def private_cache_dir() -> "str | None":
@@ -122,6 +172,7 @@ def jit(*, parallel: bool = False):
                     kernel = None
             if kernel is None:
                 kernel = numba.njit(cache=False, nogil=True, parallel=parallel)(func)
+        kernel = _keyed_by_sources(kernel)
         return parallel_kernel(kernel, _threading.launch_lock) if parallel else kernel
 
     return decorate
