@@ -35,7 +35,6 @@ from gpusparse._kernels import SEMIRING_ADD, SEMIRING_MUL, semiring_identity
 from gpusparse._kernels._numba import jit, n_threads
 from gpusparse._kernels.cpu._common import (
     PARALLEL_MIN,
-    _clip_pointer,
     _column,
     _row_bounds,
     _run,
@@ -45,6 +44,7 @@ from gpusparse._kernels.cpu._common import (
     row_range,
 )
 from gpusparse._kernels.cpu._linalg import _sort_columns
+from gpusparse._kernels.cpu._select import copy_segments
 
 __all__ = ["spgemm_semiring", "spmm_semiring"]
 
@@ -282,16 +282,6 @@ def _spgemm_masked_kernel(add, mul):
 
 
 @jit()
-def _close_rows(mask_indptr, m_nnz, indptr, src_indices, src_data, dst_indices, dst_data, part, lo, hi):
-    for r in range(lo, hi):
-        m_lo = _clip_pointer(mask_indptr, r, m_nnz)
-        out = indptr[r]
-        for t in range(indptr[r + 1] - out):
-            dst_indices[out + t] = src_indices[m_lo + t]
-            dst_data[out + t] = src_data[m_lo + t]
-
-
-@jit()
 def _masked_row_work(a_indptr, a_indices, b_indptr, b_indices, mask_indptr, mask_indices, work, part, lo, hi):
     # work[r + 1]: the terms of row r (none where the mask's row is empty) plus the mask's row length
     a_nnz, b_nnz, m_nnz = a_indices.shape[0], b_indices.shape[0], mask_indices.shape[0]
@@ -330,18 +320,23 @@ def _spgemm_masked(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, m, 
     total = int(work[-1])
     parts = n_threads() * _PER_THREAD if total >= PARALLEL_MIN and n_threads() > 1 else 1
     bounds = _row_bounds(work, max(1, min(parts, max(m, 1))))
-    wide_indices = empty(m_nnz, dtype=np.int64)
+    int32_max = np.iinfo(np.int32).max
+    wide_dtype = np.int32 if max(m, n, m_nnz) <= int32_max else np.int64  # the outputs fit in the mask's room
+    wide_indices = empty(m_nnz, dtype=wide_dtype)
     wide_data = empty(m_nnz, dtype=a_data.dtype)
     counts = np.zeros(m + 1, dtype=np.int64)
     _run(_spgemm_masked_kernel(_ADD[add], _MUL[mul]), bounds, a_indptr, a_indices, a_data, b_indptr,
          b_indices, b_data, mask_indptr, mask_indices, n, wide_indices, wide_data, counts)
+    # close up the gaps: row r was written from its mask row's (clipped) start
     indptr64 = np.cumsum(counts)
     nnz = int(indptr64[-1])
-    index_dtype = np.int32 if max(m, n, nnz) <= np.iinfo(np.int32).max else np.int64
-    indices = empty(nnz, dtype=index_dtype)
-    data = empty(nnz, dtype=a_data.dtype)
-    _run(_close_rows, bounds, mask_indptr, m_nnz, indptr64, wide_indices, wide_data, indices, data)
-    return indptr64.astype(index_dtype), indices, data
+    index_dtype = np.int32 if max(m, n, nnz) <= int32_max else np.int64
+    indices = empty((nnz, 1), dtype=wide_dtype)
+    data = empty((nnz, 1), dtype=a_data.dtype)
+    starts = np.clip(mask_indptr[:m].astype(np.int64), 0, m_nnz)
+    copy_segments(wide_indices.reshape(-1, 1), starts, indptr64[:m], counts[1:], indices,
+                  wide_data.reshape(-1, 1), data)
+    return indptr64.astype(index_dtype), indices.reshape(nnz).astype(index_dtype, copy=False), data.reshape(nnz)
 
 
 def spgemm_semiring(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, shape, add, mul,
