@@ -102,30 +102,22 @@ def _merge(a, b, op, how, what):
     from gpusparse.containers import CSR
     with be.scope():
         indptr, indices, ai, bi = k.merge_rows(ac.indptr, ac.indices, bc.indptr, bc.indices, ac.shape[1], how)
-        if op == "pair" and how == "intersection":  # every entry holds 1: no values to read
-            values = xp.ones(indices.shape[0], dtype=out_dtype)
+        av = xp.take(ac.data.astype(dtype, copy=False), xp.clip(ai, 0, max(ac.nnz - 1, 0))) if ac.nnz else \
+            xp.zeros(ai.shape[0], dtype=dtype)
+        bv = xp.take(bc.data.astype(dtype, copy=False), xp.clip(bi, 0, max(bc.nnz - 1, 0))) if bc.nnz else \
+            xp.zeros(bi.shape[0], dtype=dtype)
+        with np.errstate(all="ignore"):
+            both = xp.asarray(f(xp, av, bv)).astype(out_dtype, copy=False)
+        if how == "union":
+            values = xp.where((ai >= 0) & (bi >= 0), both,
+                              xp.where(ai >= 0, av.astype(out_dtype), bv.astype(out_dtype)))
         else:
-            values = _combined(xp, f, how, ac, bc, ai, bi, dtype, out_dtype)
+            values = both
+        values = xp.ascontiguousarray(values.astype(out_dtype, copy=False))
         index_dtype = indices.dtype
         res = CSR._from_parts(indptr.astype(index_dtype, copy=False), indices, values, ac.shape,
                               fill.astype(out_dtype)[()], dev)
     return vector_of(res, be=be) if vector else res
-
-
-def _combined(xp, f, how, ac, bc, ai, bi, dtype, out_dtype):
-    """The merged values: ``f`` where both operands store an entry, the one stored value elsewhere (union)."""
-    av = xp.take(ac.data.astype(dtype, copy=False), xp.clip(ai, 0, max(ac.nnz - 1, 0))) if ac.nnz else \
-        xp.zeros(ai.shape[0], dtype=dtype)
-    bv = xp.take(bc.data.astype(dtype, copy=False), xp.clip(bi, 0, max(bc.nnz - 1, 0))) if bc.nnz else \
-        xp.zeros(bi.shape[0], dtype=dtype)
-    with np.errstate(all="ignore"):
-        both = xp.asarray(f(xp, av, bv)).astype(out_dtype, copy=False)
-    if how == "union":
-        values = xp.where((ai >= 0) & (bi >= 0), both,
-                          xp.where(ai >= 0, av.astype(out_dtype), bv.astype(out_dtype)))
-    else:
-        values = both
-    return xp.ascontiguousarray(values.astype(out_dtype, copy=False))
 
 
 def ewise_add(a, b, op="plus"):
