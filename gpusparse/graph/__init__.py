@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpusparse._backend import backend
-from gpusparse._device import device_scope, to_host, xp_for
+from gpusparse._device import to_host
 from gpusparse.ops import convert
 from gpusparse.ops.linalg.core import transpose_2d
 from gpusparse.ops.semiring import apply, mxm, mxv, select
@@ -55,10 +55,9 @@ def _pattern(A):
     return as_csr(convert.astype(apply(A, "one"), np.int64, copy=False))
 
 
-def _union_pattern(a, b):
-    """The CSR of the union of two canonical CSR structures of one shape, with int64 ones."""
+def _union_pattern(a, b, be):
+    """The CSR of the union of two canonical CSR structures of one shape, with int64 ones, on ``be``."""
     from gpusparse.containers import CSR
-    be = backend(a.device)
     with be.scope():
         indptr, indices, _, _ = be.kernels.merge_rows(a.indptr, a.indices, b.indptr, b.indices, a.shape[1], "union")
         ones = be.xp.ones(indices.shape[0], dtype=np.int64)
@@ -66,11 +65,10 @@ def _union_pattern(a, b):
                                a.device)
 
 
-def _same_structure(a, b) -> bool:
-    """Whether two canonical CSR matrices of one shape store the same positions (a symmetric graph's halves)."""
+def _same_structure(a, b, be) -> bool:
+    """Whether two canonical CSR matrices of one shape on ``be`` store the same positions (a symmetric graph's halves)."""
     if a.nnz != b.nnz:
         return False
-    be = backend(a.device)
     with be.scope():
         xp = be.xp
         same = xp.logical_and(xp.array_equal(a.indptr, b.indptr), xp.array_equal(a.indices, b.indices))
@@ -107,10 +105,10 @@ def bfs(A, source):
     what = "bfs"
     n = _square(A, what)
     s = _source(source, n, what)
-    dev = A.device
-    xp = xp_for(dev)
+    be = backend(A.device)
+    xp = be.xp
     AT = _transposed(_pattern(A))
-    with device_scope(dev):
+    with be.scope():
         ids = xp.arange(n, dtype=np.int64)
         levels = xp.full(n, -1, dtype=np.int64)
         parents = xp.full(n, -1, dtype=np.int64)
@@ -149,10 +147,10 @@ def sssp(A, source):
     what = "sssp"
     n = _square(A, what)
     s = _source(source, n, what)
-    dev = A.device
-    xp = xp_for(dev)
+    be = backend(A.device)
+    xp = be.xp
     AT = _transposed(as_csr(convert.astype(A, np.float64, copy=False)))
-    with device_scope(dev):
+    with be.scope():
         d = xp.full(n, np.inf)
         d[s] = 0.0
         for _ in range(n):
@@ -181,17 +179,17 @@ def pagerank(A, alpha=0.85, tol=1e-6, max_iter=100):
     """
     what = "pagerank"
     n = _square(A, what)
-    dev = A.device
-    xp = xp_for(dev)
+    be = backend(A.device)
+    dev, xp = be.device, be.xp
     W = as_csr(convert.astype(A, np.float64, copy=False))
     if n == 0:
-        with device_scope(dev):
+        with be.scope():
             return xp.zeros(0)
-    with device_scope(dev):
+    with be.scope():
         out_weight = mxv(W, xp.ones(n), "plus_times")
         dangling = out_weight == 0
         scale = xp.where(dangling, 0.0, 1.0 / xp.where(dangling, 1.0, out_weight))
-        rows = backend(dev).kernels.expand(W.indptr, W.nnz)
+        rows = be.kernels.expand(W.indptr, W.nnz)
         from gpusparse.containers import CSR
         Q = CSR._from_parts(W.indptr, W.indices, xp.ascontiguousarray(W.data * scale[rows]), W.shape,
                             np.float64(0), dev)
@@ -231,13 +229,13 @@ def connected_components(A, directed=True, connection="weak"):
     if connection not in ("weak", "strong"):
         raise ValueError(f"{what}: connection must be 'weak' or 'strong'; got {connection!r}")
     n = _square(A, what)
-    dev = A.device
-    xp = xp_for(dev)
+    be = backend(A.device)
+    xp = be.xp
     P = _pattern(A)
-    with device_scope(dev):
+    with be.scope():
         ids = xp.arange(n, dtype=np.int64)
         if not directed or connection == "weak":
-            U = _union_pattern(P, _transposed(P))
+            U = _union_pattern(P, _transposed(P), be)
             labels = ids
             while True:
                 # each vertex takes the smallest grandparent label around it (min-label propagation
@@ -288,11 +286,12 @@ def triangle_count(A):
     """
     what = "triangle_count"
     _square(A, what)
+    be = backend(A.device)
     P = _pattern(A)
     # tril(P | P.T, -1) from the halves: only the upper half is transposed, and an undirected
     # graph's halves match, so that no union is formed
     lower, upper = select(P, "tril", -1), _transposed(select(P, "triu", 1))
-    L = lower if _same_structure(lower, upper) else _union_pattern(lower, upper)
+    L = lower if _same_structure(lower, upper, be) else _union_pattern(lower, upper, be)
     C = mxm(L, L, "plus_pair", mask=L)
-    with device_scope(C.device):
+    with be.scope():
         return int(to_host(C.data.sum()))  # sync: the count
