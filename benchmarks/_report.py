@@ -239,13 +239,16 @@ def time_rows(fns: dict, rows: dict, ctx: Context) -> None:
     """Time the checked callables ``{impl: fn}`` in alternation; the timings go into ``rows[impl]``.
 
     If alternating fails (e.g. out of memory with every peer's pool held at
-    once), each is timed on its own, and one that fails becomes an ``error``.
+    once), each is timed on its own, which every row then records in
+    ``timing`` with the reason, and one that fails becomes an ``error``.
     """
     try:
         timings = time_interleaved(fns, ctx.device, target_s=ctx.target_s, warmed=True)
-    except Exception:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001
         free_memory(ctx.device)
         timings = {}
+        for row in rows.values():
+            row["timing"] = f"one implementation after another: alternating failed ({error_text(exc)})"
         for name, fn in fns.items():
             try:
                 timings[name] = time_call(fn, ctx.device, target_s=ctx.target_s, warmed=True)

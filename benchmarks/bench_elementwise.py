@@ -265,6 +265,10 @@ def _impl_torch(case, ctx):
         hold_torch(torch)
     if ctx.is_cuda and not torch.cuda.is_available():
         raise Skip("torch has no CUDA")
+    if ctx.is_cuda and case.op == "multiply":
+        # Seen on an H100 with torch 2.11: the process dies of SIGFPE in the product of two coalesced
+        # 2**20 x 2**20 tensors of 2**22 entries, which would end this module's run.
+        raise Skip("torch's CUDA sparse * sparse dies of SIGFPE at this size (torch 2.11)")
     conv = torch.from_dlpack if ctx.is_cuda else torch.from_numpy
     (ca, cb), (da, db), shape = case.coords, case.data, case.shape
     ia, ib, va, vb = conv(ca), conv(cb), conv(da), conv(db)
@@ -276,7 +280,7 @@ def _impl_torch(case, ctx):
         if case.op == "add":
             def fn():
                 return (make(ia, va) + make(ib, vb)).coalesce()
-        else:  # torch's mul of uncoalesced operands of this shape dies of SIGFPE (torch 2.13)
+        else:  # torch's mul of uncoalesced operands of this shape dies of SIGFPE on the CPU (torch 2.13)
             def fn():
                 return (make(ia, va).coalesce() * make(ib, vb).coalesce()).coalesce()
     else:

@@ -65,9 +65,16 @@ def to_array(obj, argument: str):
 
 
 def _not_objects(arr: np.ndarray, argument: str) -> np.ndarray:
-    """``arr``, or ``TypeError`` naming ``argument`` for an array of Python objects (no device can hold one)."""
+    """``arr``, or ``TypeError`` naming ``argument`` for an array no device can hold.
+
+    Python objects, text, raw bytes and dates are refused here, on the host,
+    before a copy to a GPU would fail with CuPy's own ``ValueError``.
+    """
     if arr.dtype == object:
         raise TypeError(f"{argument} has unsupported dtype object (an array of Python objects); pass numbers")
+    if arr.dtype.kind in "SUVMm":
+        names = ", ".join(d.name for d in VALUE_DTYPES)
+        raise TypeError(f"{argument} has unsupported dtype {arr.dtype}; supported: {names}")
     return arr
 
 

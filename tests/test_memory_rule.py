@@ -41,11 +41,13 @@ CHILD = textwrap.dedent("""
     else:
         from gpusparse._device import cuda_module
         xp = cuda_module()
-    x = gs.random((500, 400), density=0.2, format="csr", device=device, seed=0)  # 40,000 entries
-    col = gs.COO([np.arange(40000), np.zeros(40000, np.int64)], np.ones(40000), shape=(40000, 1), device=device)
-    row = gs.COO([np.zeros(40000, np.int64), np.arange(40000)], np.ones(40000), shape=(1, 40000), device=device)
-    tall = gs.COO([np.arange(40000) * 800, np.zeros(40000, np.int64)], np.ones(40000), shape=(1 << 25, 1),
-                  device=device)
+    # A GPU holds tens of GiB: there every operand is 5x longer (its results 25x larger), so that
+    # what is refused cannot fit on any card, whatever the test processes beside it hold.
+    n, s = (40000, 1) if device == "cpu" else (200000, 5)
+    x = gs.random((500 * s, 400), density=0.2, format="csr", device=device, seed=0)  # 40,000 entries
+    col = gs.COO([np.arange(n), np.zeros(n, np.int64)], np.ones(n), shape=(n, 1), device=device)
+    row = gs.COO([np.zeros(n, np.int64), np.arange(n)], np.ones(n), shape=(1, n), device=device)
+    tall = gs.COO([np.arange(n) * 800, np.zeros(n, np.int64)], np.ones(n), shape=(n * 839, 1), device=device)
     big = {
         "kron": lambda: gs.kron(x, x),
         "outer": lambda: gs.outer(x, x),
@@ -53,10 +55,10 @@ CHILD = textwrap.dedent("""
         "matmul-esc": lambda: tall @ row,
         "tensordot": lambda: gs.tensordot(col, row, axes=1),
         "add": lambda: col + row,
-        "multiply-dense": lambda: gs.multiply(col, xp.ones((1, 40000))),
-        "add-dense": lambda: col + xp.arange(40000.0).reshape(1, -1),
-        "todense": lambda: gs.COO([[0], [0]], [1.0], shape=(100000, 100000), device=device).todense(),
-        "inv": lambda: gs.linalg.inv(gs.eye(40000, device=device)),
+        "multiply-dense": lambda: gs.multiply(col, xp.ones((1, n))),
+        "add-dense": lambda: col + xp.arange(float(n)).reshape(1, -1),
+        "todense": lambda: gs.COO([[0], [0]], [1.0], shape=(n * 5 // 2, n * 5 // 2), device=device).todense(),
+        "inv": lambda: gs.linalg.inv(gs.eye(n, device=device)),
     }
     # ordinary sizes of the same operations, each against NumPy
     s = gs.random((30, 20), density=0.2, device=device, seed=1)

@@ -10,16 +10,23 @@ Records the GPU (``nvidia-smi``, else CuPy), the date, the git commit (or
 ``GPUSPARSE_COMMIT`` where there is no ``.git``) and library versions, then
 runs the chosen stages, each in its own process with its own timeout, so
 that a failure or a hang in one is recorded and the next still runs. The
-defaults fit one command of at most 540 s (``--budget``): ``tests`` (at
-most 250 s) then ``bench-cuda`` (the rest, at least 150 s).
+defaults fit one command of at most 540 s (``--budget``): ``host-profile``
+(at most 60 s), ``tests`` (at most 250 s), then ``bench-cuda`` (the rest,
+at least 150 s).
 
 Every stage runs with ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` (JAX takes
 GPU memory as it needs it instead of 75 % of it in the first process).
 
+``host-profile``
+    ``python3 -m benchmarks.host_profile --device cuda``, first, on the
+    fresh machine's empty kernel cache: each small operation's first call
+    (NVRTC's compile time), its median call against cupyx and torch, and
+    gpusparse's Python time by function (:mod:`benchmarks.host_profile`);
+    the report shows it whole.
 ``tests``
     ``python3 -m pytest -q -p no:cacheprovider -p benchmarks._outcome_log_plugin
     --junitxml=... -rfE --tb=short -m "gpu and not slow" [-n <cores, at most
-    16> --dist=worksteal --max-worker-restart=200] [--timeout=60
+    16> --dist=worksteal --max-worker-restart=200] [--timeout=120
     --timeout-method=thread] tests``, with ``GPUSPARSE_TEST_DEVICES=cuda``:
     only the CUDA parametrisations (CI tests the CPU path and the
     device-independent tests on every commit; ``--test-markers``,

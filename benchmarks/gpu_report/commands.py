@@ -84,13 +84,17 @@ THREAD_VARS = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENB
 
 
 def clean_env(env: dict) -> dict:
-    """``env`` for any stage: JAX allocates GPU memory as it needs it instead of 75 % at its first use.
+    """``env`` for any stage: JAX allocates GPU memory as it needs it, a fatal signal prints Python's stack.
 
     Several processes share the GPU (test workers, a fuzz child, CuPy and
-    torch beside JAX in one benchmark process), so none may take most of it.
+    torch beside JAX in one benchmark process), so none may take most of it
+    (JAX would take 75 % at its first use). ``PYTHONFAULTHANDLER`` makes a
+    process that dies of a signal (SIGSEGV, SIGFPE, SIGABRT) print the
+    stack of every thread into the stage's log first.
     """
     env = dict(env)
     env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+    env.setdefault("PYTHONFAULTHANDLER", "1")
     return env
 
 

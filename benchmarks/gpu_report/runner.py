@@ -97,7 +97,13 @@ def run_report(args, argv, *, stages: list[str], budget: float, target_time: flo
         log_path = os.path.join(logs, f"{name}.log")
         res = {}
         try:
-            if name == "tests":
+            if name == "host-profile":
+                profile_path = os.path.join(logs, "host-profile.md")
+                cmd = [py, "-m", "benchmarks.host_profile", "--device", "cuda", "--out", profile_path]
+                cmd += ["--calls", "3", "--top", "4", "--rows", "256"] if args.emulate else []
+                res = run_stage(name, cmd, timeout_for(name), log_path, env)
+                res["text_md"] = _read_text(profile_path) or ""
+            elif name == "tests":
                 junit, outcomes = os.path.join(logs, "junit.xml"), os.path.join(logs, "outcomes.jsonl")
                 workers = args.workers if _have("xdist") else 1
                 stage_env = worker_env(env, workers=workers, cores=os.cpu_count() or 1,

@@ -146,6 +146,13 @@ def markdown(report: dict) -> str:
                          f"{st.get('timeout_s', '')} | {st.get('rc', '')} |")
     lines += ["", "```", report.get("show_config", "").rstrip(), "```", ""]
 
+    profile = report["stages"].get("host-profile")
+    if profile:
+        lines += ["## Host overhead (`benchmarks.host_profile`)", "",
+                  "First calls on the fresh machine's empty kernel cache, small operations timed against "
+                  "their peers, and gpusparse's Python time by function.", "",
+                  (profile.get("text_md") or f"no report ({profile.get('status')})").replace("# Host", "### Host"),
+                  ""]
     if report["stages"].get("tests"):
         lines += _tests_markdown(report["stages"]["tests"])
     s = report["stages"].get("sanitizer")
@@ -205,6 +212,13 @@ def check_complete(report: dict, stem: str, plan, *, failures_count: bool) -> li
         if failures_count and c.get("n_failures"):
             f = c["failures"][0]
             problems.append(f"tests: {c['n_failures']} failing, e.g. {f['test']} ({f['kind']}): {f['message']}")
+    profile = stages.get("host-profile")
+    if profile is not None:
+        broken = [line for line in (profile.get("text_md") or "").splitlines() if line.startswith("error:")]
+        if not profile.get("text_md"):
+            problems.append(f"host-profile: no report ({profile.get('status')})")
+        elif broken:
+            problems.append(f"host-profile: {len(broken)} operations failed, e.g. {broken[0]}")
     b = stages.get("bench-cuda")
     if b is not None:
         parts = {p["module"]: p for p in b.get("parts", [])}

@@ -208,7 +208,7 @@ def test_gradcheck_through_constructors(layout, semiring, tdev):
 @pytest.mark.parametrize("semiring", TROPICAL)
 def test_tie_goes_to_lowest_inner_index(semiring, tdev):
     """Equal terms: the whole gradient goes to the first (lowest k), not split as torch's amax splits it."""
-    i = torch.tensor([[0, 0, 0], [0, 1, 2]])
+    i = torch.tensor([[0, 0, 0], [0, 1, 2]], device=tdev)
     v = torch.tensor([2.0, 2.0, 2.0], dtype=F64, device=tdev, requires_grad=True)
     b = torch.ones((3, 1), dtype=F64, device=tdev, requires_grad=True)
     ga.mxm(torch.sparse_coo_tensor(i, v, (1, 3)).to(tdev), b, semiring).sum().backward()

@@ -54,9 +54,14 @@ def _xp(device):
 
 
 def _on(device, arr):
-    """A NumPy array on ``device``."""
-    if device == "cpu":
-        return np.asarray(arr)
+    """A NumPy array on ``device``; one no device can hold (objects, text) stays on the host.
+
+    CuPy refuses such an array itself, so a caller cannot hand one over on a
+    GPU: the library's own refusal of the host array is what is tested.
+    """
+    arr = np.asarray(arr)
+    if device == "cpu" or arr.dtype.kind in "OSUVMm":
+        return arr
     return _xp(device).asarray(np.asarray(arr))
 
 

@@ -473,6 +473,11 @@ def smoke(device_name: str) -> None:
                                                  p(np.ones((4, 3))), "max"),
             "spgemm": lambda: k.spgemm(p(ptr), p(idx), p(ints), p(ptr[:5]), p(idx), p(ints), (8, 4, 3)),
             "sddmm": lambda: k.sddmm(p(ptr), p(idx), p(np.ones((8, 3))), p(np.ones((4, 3)))),
+            "spmm_semiring": lambda: k.spmm_semiring(p(ptr), p(idx), p(vals[:, 0].copy()), (8, 4),
+                                                     p(np.ones((4, 3))), "min", "plus",
+                                                     p(np.ones((8, 3), dtype=bool))),
+            "spgemm_semiring": lambda: k.spgemm_semiring(p(ptr), p(idx), p(ints), p(ptr[:5]), p(idx), p(ints),
+                                                         (8, 4, 3), "max", "times", p(ptr), p(idx), True),
         }
         raised = []
         with warnings.catch_warnings():
@@ -493,11 +498,11 @@ def smoke(device_name: str) -> None:
 
 
 def test_smoke_covers_every_primitive():
-    from gpusparse._kernels import PRIMITIVES
+    from gpusparse._kernels import PRIMITIVES, SEMIRING_PRIMITIVES
 
     source = Path(__file__).read_text(encoding="utf-8")
     body = source[source.index("def smoke("):source.index("def test_smoke_covers_every_primitive")]
-    missing = [name for name in PRIMITIVES if name != "empty" and f'"{name}":' not in body]
+    missing = [name for name in PRIMITIVES + SEMIRING_PRIMITIVES if name != "empty" and f'"{name}":' not in body]
     assert not missing
 
 

@@ -648,3 +648,21 @@ def test_shapes_beyond_int64_keys(device, func):
     coo = r.tocoo().coalesce()  # x + y of uncoalesced arrays concatenates
     got = {tuple(int(c) for c in col): float(v) for col, v in zip(to_host(coo.coords).T, to_host(coo.data))}
     assert {key: v for key, v in got.items() if v != 0} == expected  # (-0.0 may be stored)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.uint16, np.int32, np.uint64])
+@pytest.mark.parametrize("bounds", [(-1, 5), (-(2**70), 2**70), (3, 2**64), (-1, None), (None, 2**64), (None, -1), (2**65, None)])
+def test_clip_with_python_int_bounds_past_the_dtype(device, dtype, bounds):
+    """NumPy takes a lower bound below the range as none (and an upper one above it); CuPy raises for both."""
+    info = np.iinfo(dtype)
+    data = np.array([info.min, 0, 3, info.max], dtype=dtype)
+    x = COO([[0, 1, 2, 3]], data, shape=(5,), fill_value=dtype(2), device=device)
+    try:
+        expected = np.clip(to_host(x.todense()), *bounds)
+    except OverflowError:  # a lower bound above the range, or an upper one below it
+        with pytest.raises(OverflowError):
+            gs.clip(x, *bounds)
+        return
+    got = gs.clip(x, *bounds)
+    assert got.dtype == expected.dtype
+    assert_sparse_equal(got, expected)

@@ -339,3 +339,28 @@ def test_dtype_argument(device):
         assert_dense_equal(result, getattr(np, name)(to_host(x.todense()), dtype=np.float64))
     with pytest.raises(TypeError, match=r"result dtype [<>]f2 is not supported"):
         red.sum(x, dtype=np.dtype(np.float16).newbyteorder("S"))
+
+
+@pytest.mark.parametrize("ufunc", [np.bitwise_xor, np.gcd, np.fmax, np.logaddexp])
+def test_folds_without_ufunc_methods_match_numpy(device, ufunc):
+    """The folds that stand in for ``ufunc.reduce``/``reduceat`` where the array module lacks them (CuPy)."""
+    from gpusparse._device import xp_for
+    from gpusparse.ops.reductions.monoid import pairwise_fold, segmented_fold
+
+    xp = xp_for(device)
+    f = getattr(xp, ufunc.__name__) if xp is not np else ufunc
+    rng = np.random.default_rng(7)
+    values = rng.integers(1, 1000, (37, 3)) if ufunc in (np.bitwise_xor, np.gcd) else rng.normal(size=(37, 3))
+    for starts in ([0, 1, 2, 5, 6, 13, 30, 37], [0, 37], list(range(38))):
+        starts = np.array(starts)
+        got = to_host(segmented_fold(f, xp.asarray(values), xp.asarray(starts), xp))
+        np.testing.assert_allclose(got, ufunc.reduceat(values, starts[:-1], axis=0), rtol=1e-12)
+    for axes in ((0,), (1,), (0, 1), (-1,)):
+        got = to_host(pairwise_fold(f, ufunc.identity, xp.asarray(values), axes, None, xp))
+        np.testing.assert_allclose(got, ufunc.reduce(values, axis=axes), rtol=1e-12)
+    empty = xp.asarray(values[:0])
+    if ufunc.identity is None:
+        with pytest.raises(ValueError, match="no identity"):
+            pairwise_fold(f, None, empty, (0,), None, xp)
+    else:
+        assert to_host(pairwise_fold(f, ufunc.identity, empty, (0,), None, xp)).tolist() == [ufunc.identity] * 3

@@ -374,7 +374,16 @@ for _name in ("lt", "le", "eq", "ne", "gt", "ge", "neg", "pos", "abs", "invert")
 # The cupy namespace
 # --------------------------------------------------------------------------
 
+def _device_dtype(dtype) -> np.dtype:
+    """``dtype`` as CuPy takes it, or CuPy's ``ValueError``: no device array holds objects, text or dates."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "OSUVMm":
+        raise ValueError(f"Unsupported dtype {dtype}")
+    return dtype
+
+
 def empty(shape, dtype=float, order="C"):
+    dtype = _device_dtype(dtype)
     if order not in ("C", None):
         return ndarray(np.empty(shape, dtype=dtype, order=order))
     return ndarray(_allocate(shape, dtype))
@@ -424,6 +433,7 @@ def asarray(a, dtype=None, order=None, *, blocking=False):
         with _counting.call("astype", (a,)):
             return ndarray(a._a.astype(dtype))
     host = np.asarray(_unwrap(a, allow_host=True), dtype=dtype, order=order)
+    _device_dtype(host.dtype)
     _counting.host_to_device(host.nbytes)
     out = empty(host.shape, host.dtype)
     out._a[...] = host
@@ -446,7 +456,27 @@ def get_array_module(*args):
 def _numpy_function(name, func):
     if isinstance(func, np.ufunc):
         return _Ufunc(func)
+    if name == "clip":
+        func = _cupy_clip(func)
     return _device_call(name, func)
+
+
+def _cupy_clip(func):
+    """``clip`` as CuPy has it: a Python int bound outside an integer array's range is an ``OverflowError``.
+
+    (NumPy moves such a bound to the end of the range instead.)
+    """
+    @functools.wraps(func)
+    def clip(a, *args, **kwargs):
+        dtype = np.dtype(getattr(a, "dtype", np.float64))
+        bounds = list(args[:2]) + [kwargs.get(k) for k in ("a_min", "a_max", "min", "max")]
+        if dtype.kind in "iu":
+            info = np.iinfo(dtype)
+            for bound in bounds:
+                if type(bound) is int and not info.min <= bound <= info.max:
+                    raise OverflowError(f"Python integer {bound} out of bounds for {dtype}")
+        return func(a, *args, **kwargs)
+    return clip
 
 
 def _device_call(name, func):
@@ -470,6 +500,14 @@ def _device_call(name, func):
     return call
 
 
+#: The ufunc methods CuPy has, and for which ufuncs (CuPy refuses the others with NotImplementedError).
+_UFUNC_METHODS = {"reduce": ("add", "multiply"), "accumulate": ("add", "multiply"), "reduceat": ("add",)}
+
+
+def _unsupported_method(name, *args, **kwargs):
+    raise NotImplementedError(f"`{name}` is not supported yet")
+
+
 class _Ufunc:
     """A NumPy ufunc over device arrays, its methods (``reduce``, ``at``, ...) included."""
 
@@ -483,6 +521,8 @@ class _Ufunc:
 
     def __getattr__(self, name):
         attr = getattr(self._ufunc, name)
+        if name in _UFUNC_METHODS and self.__name__ not in _UFUNC_METHODS[name]:
+            return functools.partial(_unsupported_method, f"cupy_{self.__name__}.{name}")
         return _numpy_function(f"{self.__name__}.{name}", attr) if callable(attr) else attr
 
     def __repr__(self) -> str:

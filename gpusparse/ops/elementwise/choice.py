@@ -20,7 +20,22 @@ def clip(x, a_min=None, a_max=None):
     """
     if a_min is None and a_max is None:
         raise ValueError("clip: at least one of a_min and a_max must be given")
-    return elemwise(np.clip, x, a_min, a_max)
+    dtype = getattr(x, "dtype", None)
+    return elemwise(np.clip, x, _no_op_bound(a_min, dtype, "min"), _no_op_bound(a_max, dtype, "max"))
+
+
+def _no_op_bound(bound, dtype, end):
+    """A Python int bound that clips nothing, as the end ``"min"``/``"max"`` of an integer dtype's range.
+
+    NumPy takes a lower bound below the range (or an upper bound above it)
+    as no bound; CuPy raises ``OverflowError`` for any bound outside the
+    range, so such a one is moved to the range's end first. A bound past
+    the other end stays, and both raise ``OverflowError``, as NumPy does.
+    """
+    if type(bound) is not int or dtype is None or np.dtype(dtype).kind not in "iu":
+        return bound
+    info = np.iinfo(dtype)
+    return max(bound, int(info.min)) if end == "min" else min(bound, int(info.max))
 
 
 def where(condition, x, y):

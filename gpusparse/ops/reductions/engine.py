@@ -202,11 +202,7 @@ def _reduce_core(x, mono, axes, out_dtype, be):
         seg = seg.astype(out_dtype, copy=False)
     else:
         ordered = values if perm is None else xp.take(values, perm, axis=0)
-        reduceat = getattr(mono._f(xp), "reduceat", None)
-        if reduceat is None:
-            raise TypeError(f"reduce: {mono.name} over sparse axes needs {mono.name}.reduceat, which the "
-                            f"array module of {x.device} does not provide")
-        seg = reduceat(ordered, starts[:-1], axis=0)
+        seg = mono.reduce_segments(ordered, starts, xp)
     if not is_identity(mono, fill, out_dtype):  # fold in the unstored elements
         counts = starts[1:] - starts[:-1] if starts is not None else xp.ones(nnz, dtype=np.int64)
         seg = _fold_missing(mono, seg, fill, n_red - counts, out_dtype, xp)

@@ -10,11 +10,13 @@ changes nothing; :func:`identity_scalar` is the result of reducing nothing.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from gpusparse._device import to_host
 
-__all__ = ["IDEMPOTENT", "Monoid", "identity_scalar", "is_identity"]
+__all__ = ["IDEMPOTENT", "Monoid", "identity_scalar", "is_identity", "pairwise_fold", "segmented_fold"]
 
 
 _KERNEL_OPS = {
@@ -58,7 +60,19 @@ class Monoid:
             return getattr(xp, "max" if self.name == "maximum" else "min")(data, axis=axes)
         if self.name in ("logical_or", "logical_and"):
             return getattr(xp, "any" if self.name == "logical_or" else "all")(data, axis=axes)
-        return self._f(xp).reduce(data, axis=axes, dtype=dtype)
+        if xp is np:
+            return self.ufunc.reduce(data, axis=axes, dtype=dtype)
+        # CuPy's ufuncs reduce only for add and multiply: fold pairwise instead.
+        return pairwise_fold(self._f(xp), self.ufunc.identity, data, axes, dtype, xp)
+
+    def reduce_segments(self, values, starts, xp):
+        """``ufunc.reduceat(values, starts[:-1], axis=0)`` for non-empty segments ``starts[i]:starts[i+1]``.
+
+        NumPy's own ``reduceat``; CuPy has none: :func:`segmented_fold`.
+        """
+        if xp is np:
+            return self.ufunc.reduceat(values, starts[:-1], axis=0)
+        return segmented_fold(self._f(xp), values, starts, xp)
 
     def power(self, value, k: int):
         """``value`` folded with itself ``k >= 1`` times (a host scalar)."""
@@ -149,3 +163,62 @@ def identity_scalar(mono, dtype):
     if identity is None:
         return np.zeros((), dtype)[()]
     return np.asarray(identity).astype(dtype)[()]
+
+
+def pairwise_fold(f, identity, data, axes, dtype, xp):
+    """``f.reduce`` over ``axes`` as ``log2(n)`` elementwise calls of ``f`` on adjacent pairs.
+
+    For array modules whose ufuncs have no ``reduce`` (CuPy's, but for add
+    and multiply). The operands keep their order; ``identity`` (the
+    ufunc's, or None) is the result over an empty axis, where None raises
+    NumPy's ``ValueError``.
+
+    Examples
+    --------
+    >>> pairwise_fold(np.bitwise_xor, 0, np.array([[1, 2, 4], [8, 8, 3]]), (1,), None, np)
+    array([7, 3])
+    """
+    axes = tuple(sorted(a % data.ndim for a in axes))
+    kept = [a for a in range(data.ndim) if a not in axes]
+    out_shape = tuple(data.shape[a] for a in kept)
+    n = math.prod(data.shape[a] for a in axes)
+    x = xp.transpose(data, kept + list(axes)).reshape(out_shape + (n,))
+    x = x.astype(dtype or x.dtype, copy=False)
+    if n == 0:
+        if identity is None:
+            raise ValueError(f"zero-size array to reduction operation {f.__name__} which has no identity")
+        return xp.full(out_shape, identity, dtype=x.dtype)
+    while x.shape[-1] > 1:
+        m = x.shape[-1]
+        pairs = f(x[..., 0:m - 1:2], x[..., 1:m:2]).astype(x.dtype, copy=False)
+        x = xp.concatenate([pairs, x[..., m - 1:]], axis=-1) if m % 2 else pairs
+    return x[..., 0]
+
+
+def segmented_fold(f, values, starts, xp):
+    """``f.reduceat(values, starts[:-1], axis=0)`` for non-empty segments, by elementwise calls of ``f``.
+
+    In round ``r`` every position ``p`` of a segment with ``p % 2**(r+1) == 0``
+    takes ``f(v[p], v[p + 2**r])`` where that position is in the segment, so
+    after ``log2`` of the longest segment rounds (one sync to know it) each
+    segment's first position holds its fold, the operands in order.
+
+    Examples
+    --------
+    >>> segmented_fold(np.bitwise_or, np.array([1, 2, 4, 8, 16]), np.array([0, 1, 4, 5]), np)
+    array([ 1, 14, 16])
+    """
+    n, n_seg = values.shape[0], starts.size - 1
+    lengths = starts[1:] - starts[:-1]
+    positions = xp.arange(n, dtype=np.int64)
+    segment = xp.searchsorted(starts[1:], positions, side="right")
+    offset = positions - starts[segment]
+    length = lengths[segment]
+    folded = values.copy()
+    longest = int(to_host(lengths.max())) if n_seg else 0  # sync: how many rounds
+    stride = 1
+    while stride < longest:
+        at = xp.nonzero((offset % (2 * stride) == 0) & (offset + stride < length))[0]
+        folded[at] = f(folded[at], folded[at + stride]).astype(folded.dtype, copy=False)
+        stride *= 2
+    return folded[starts[:-1]]
