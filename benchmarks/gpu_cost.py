@@ -301,6 +301,12 @@ def cases() -> "list[Case]":
         Case("softmax axis=-1", "softmax", one, lambda x: gs.softmax(x, axis=-1)),
         Case("log_softmax axis=-1", "softmax", one, lambda x: gs.log_softmax(x, axis=-1)),
         Case("topk k=4 axis=-1", "selection", one, lambda x: gs.topk(x, 4, axis=-1)),
+        # graph algorithms (each round a prepared semiring product; one sync per round)
+        Case("bfs", "graph", csr, lambda a: gs.graph.bfs(a, 0)),
+        Case("sssp", "graph", csr, lambda a: gs.graph.sssp(a, 0)),
+        Case("pagerank", "graph", csr, lambda a: gs.graph.pagerank(a)),
+        Case("connected_components", "graph", csr, lambda a: gs.graph.connected_components(a)),
+        Case("triangle_count", "graph", csr, lambda a: gs.graph.triangle_count(a)),
         # reading files onto the device
         Case("load_npz device=cuda", "io", _npz_file, lambda p: gs.load_npz(p, device="cuda")),
         Case("mmread device=cuda", "io", _mtx_file, lambda p: io.mmread(p, device="cuda")),

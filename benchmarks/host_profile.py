@@ -73,41 +73,30 @@ def _peers(device, m, make_cupyx, make_torch, make_scipy):
     return peers
 
 
-def _spmv(device, gs, xp, rows):
-    m = _matrix(rows)
-    a = gs.CSR(m.indptr, m.indices, m.data, shape=m.shape, device=device)
-    x = xp.ones(rows)
+def _product(operand_shape):
+    """The set-up of ``A @ X`` for a dense ``X`` of ``operand_shape(rows)`` (SpMV for 1-D, SpMM for 2-D)."""
+    def setup(device, gs, xp, rows):
+        m = _matrix(rows)
+        a = gs.CSR(m.indptr, m.indices, m.data, shape=m.shape, device=device)
+        x = xp.ones(operand_shape(rows))
+        host_x = np.ones(operand_shape(rows))
 
-    def cupyx_impl(csp, m):
-        c = csp.csr_matrix(m)
-        return lambda: c @ x
+        def cupyx_impl(csp, m):
+            c = csp.csr_matrix(m)
+            return lambda: c @ x
 
-    def torch_impl(torch, m):
-        t = torch.sparse_csr_tensor(*(torch.as_tensor(v, device="cuda") for v in (m.indptr, m.indices, m.data)),
-                                    size=m.shape)
-        xt = torch.from_dlpack(x)
-        return lambda: t @ xt
+        def torch_impl(torch, m):
+            t = torch.sparse_csr_tensor(*(torch.as_tensor(v, device="cuda") for v in (m.indptr, m.indices, m.data)),
+                                        size=m.shape)
+            xt = torch.from_dlpack(x)
+            return lambda: t @ xt
 
-    return (lambda: a @ x), _peers(device, m, cupyx_impl, torch_impl, lambda m: (lambda: m @ np.ones(rows)))
+        return (lambda: a @ x), _peers(device, m, cupyx_impl, torch_impl, lambda m: (lambda: m @ host_x))
+    return setup
 
 
-def _spmm(device, gs, xp, rows):
-    m = _matrix(rows)
-    a = gs.CSR(m.indptr, m.indices, m.data, shape=m.shape, device=device)
-    b = xp.ones((rows, COLUMNS))
-
-    def cupyx_impl(csp, m):
-        c = csp.csr_matrix(m)
-        return lambda: c @ b
-
-    def torch_impl(torch, m):
-        t = torch.sparse_csr_tensor(*(torch.as_tensor(v, device="cuda") for v in (m.indptr, m.indices, m.data)),
-                                    size=m.shape)
-        bt = torch.from_dlpack(b)
-        return lambda: t @ bt
-
-    return (lambda: a @ b), _peers(device, m, cupyx_impl, torch_impl,
-                                   lambda m: (lambda: m @ np.ones((rows, COLUMNS))))
+_spmv = _product(lambda rows: (rows,))
+_spmm = _product(lambda rows: (rows, COLUMNS))
 
 
 def _coalesce(device, gs, xp, rows):

@@ -28,6 +28,7 @@ from gpusparse._device import to_host
 from gpusparse.ops import convert
 from gpusparse.ops.linalg.core import transpose_2d
 from gpusparse.ops.semiring import apply, mxm, mxv, select
+from gpusparse.ops.semiring.products import RepeatedMxv
 from gpusparse.ops.semiring._operands import as_csr, need_sparse
 
 __all__ = ["bfs", "connected_components", "pagerank", "sssp", "triangle_count"]
@@ -92,8 +93,10 @@ def bfs(A, source):
     parent, -1 where unreachable). Edge weights are ignored.
 
     Each level is one ``mxv(A.T, ids, "min_second")`` masked by the
-    complement of the visited set, ``ids`` holding the frontier's vertex
-    numbers (the monoid's identity elsewhere).
+    unvisited set, ``ids`` holding the frontier's vertex numbers (the
+    monoid's identity elsewhere); the product is prepared once
+    (:class:`~gpusparse.ops.semiring.products.RepeatedMxv`) and the level's
+    results are written in place.
 
     Examples
     --------
@@ -107,25 +110,25 @@ def bfs(A, source):
     s = _source(source, n, what)
     be = backend(A.device)
     xp = be.xp
-    AT = _transposed(_pattern(A))
+    step = RepeatedMxv(_transposed(_pattern(A)), "min_second", np.int64)
     with be.scope():
         ids = xp.arange(n, dtype=np.int64)
         levels = xp.full(n, -1, dtype=np.int64)
         parents = xp.full(n, -1, dtype=np.int64)
-        visited = xp.zeros(n, dtype=np.bool_)
+        unvisited = xp.ones(n, dtype=np.bool_)
         frontier = xp.full(n, _MAX, dtype=np.int64)
         levels[s] = 0
         parents[s] = s
-        visited[s] = True
+        unvisited[s] = False
         frontier[s] = s
         for level in range(1, n):
-            p = mxv(AT, frontier, "min_second", mask=visited, complement=True)
+            p = step(frontier, unvisited)
             new = p != _MAX
             if not bool(to_host(new.any())):  # sync: is the frontier empty?
                 break
-            levels = xp.where(new, level, levels)
-            parents = xp.where(new, p, parents)
-            visited = visited | new
+            xp.copyto(levels, np.int64(level), where=new)
+            xp.copyto(parents, p, where=new)
+            unvisited ^= new  # the new vertices were unvisited: the mask computed only there
             frontier = xp.where(new, ids, _MAX)
     return levels, parents
 
@@ -149,12 +152,12 @@ def sssp(A, source):
     s = _source(source, n, what)
     be = backend(A.device)
     xp = be.xp
-    AT = _transposed(as_csr(convert.astype(A, np.float64, copy=False)))
+    step = RepeatedMxv(_transposed(as_csr(convert.astype(A, np.float64, copy=False))), "min_plus", np.float64)
     with be.scope():
         d = xp.full(n, np.inf)
         d[s] = 0.0
         for _ in range(n):
-            new = xp.minimum(d, mxv(AT, d, "min_plus"))
+            new = xp.minimum(d, step(d))
             if _same(xp, new, d):
                 return d
             d = new
@@ -195,10 +198,11 @@ def pagerank(A, alpha=0.85, tol=1e-6, max_iter=100):
                             np.float64(0), dev)
         QT = _transposed(Q)
         p = xp.full(n, 1.0 / n)
+        is_dangling = dangling.astype(np.float64)  # x @ is_dangling: their score, without a boolean index's sync
         x = p.copy()
         for _ in range(int(max_iter)):
             last = x
-            x = alpha * (mxv(QT, x, "plus_times") + x[dangling].sum() * p) + (1 - alpha) * p
+            x = alpha * (mxv(QT, x, "plus_times") + (x @ is_dangling) * p) + (1 - alpha) * p
             err = float(to_host(xp.abs(x - last).sum()))  # sync: converged?
             if err < n * tol:
                 return x
@@ -235,32 +239,33 @@ def connected_components(A, directed=True, connection="weak"):
     with be.scope():
         ids = xp.arange(n, dtype=np.int64)
         if not directed or connection == "weak":
-            U = _union_pattern(P, _transposed(P), be)
+            neighbours = RepeatedMxv(_union_pattern(P, _transposed(P), be), "min_second", np.int64)
             labels = ids
             while True:
                 # each vertex takes the smallest grandparent label around it (min-label propagation
                 # with pointer jumping: a chain of labels halves every step instead of moving one edge)
                 grand = labels[labels]
-                new = xp.minimum(grand, mxv(U, grand, "min_second"))
+                new = xp.minimum(grand, neighbours(grand))
                 if _same(xp, new, labels):
                     break
                 labels = new
             return _relabel(xp, labels)
-        PT = _transposed(P)
+        forward = RepeatedMxv(_transposed(P), "min_second", np.int64)
+        backward = RepeatedMxv(P, "max_second", np.int64)
         labels = xp.full(n, -1, dtype=np.int64)
         remaining = xp.ones(n, dtype=np.bool_)
         while bool(to_host(remaining.any())):  # sync: vertices left?
             # forward: the smallest vertex number that reaches each remaining vertex
             color = xp.where(remaining, ids, _MAX)
             while True:
-                new = xp.where(remaining, xp.minimum(color, mxv(PT, color, "min_second", mask=remaining)), _MAX)
+                new = xp.where(remaining, xp.minimum(color, forward(color, remaining)), _MAX)
                 if _same(xp, new, color):
                     break
                 color = new
             # backward: the vertices of each colour that reach its root (its component)
             member = remaining & (color == ids)
             while True:
-                reach = mxv(P, xp.where(member, color, _MIN), "max_second", mask=remaining & ~member)
+                reach = backward(xp.where(member, color, _MIN), remaining & ~member)
                 joins = remaining & ~member & (reach == color)
                 if not bool(to_host(joins.any())):  # sync: converged?
                     break

@@ -27,7 +27,7 @@ from gpusparse.ops.semiring._operands import (
     vector_of,
 )
 
-__all__ = ["mxm", "mxv"]
+__all__ = ["RepeatedMxv", "mxm", "mxv"]
 
 
 def _dtype_of(x):
@@ -226,3 +226,53 @@ def mxv(a, v, semiring="plus_times", mask=None, complement=False):
         allowed = dense_mask(mask, (m,), complement, be, what)
     with be.scope():
         return _dense_product(a, vd.reshape(-1, 1), p, allowed, be).reshape(m)
+
+
+class RepeatedMxv:
+    """``mxv(a, v, semiring, mask=allowed)`` of one matrix, prepared once for a dense ``v`` given every round.
+
+    Graph algorithms multiply one adjacency matrix by a new dense vector in
+    every round. This does once what each :func:`mxv` call repeats -- the
+    plan, the canonical CSR form, the values in the compute dtype, 64-bit
+    indices, the backend -- so that a round is the product kernel alone.
+
+    Call it inside the backend's scope (``with be.scope():``, as the graph
+    algorithms' loops run) with ``v`` a contiguous 1-D array of ``a``'s
+    device in :attr:`compute` dtype, of length ``a.shape[1]``, and
+    ``allowed`` None or a contiguous 1-D bool array of length
+    ``a.shape[0]`` (True where the output is computed). Nothing is
+    validated per call. Returns the dense result (``a.shape[0]``,): the
+    add monoid's identity where no term exists or ``allowed`` is False.
+
+    Examples
+    --------
+    >>> import numpy as np, gpusparse as gs
+    >>> a = gs.fromdense(np.array([[0, 2, 1], [0, 0, 0], [4, 0, 0]]), format="csr")
+    >>> step = RepeatedMxv(a, "min_plus", np.int64)
+    >>> step(np.array([10, 20, 30]), np.array([True, True, False]))
+    array([                 22, 9223372036854775807, 9223372036854775807])
+    """
+
+    def __init__(self, a, semiring, v_dtype):
+        need_sparse(a, "a", "mxv")
+        self.plan = plan(semiring, a.dtype, v_dtype)
+        self.be = be = backend(a.device)
+        csr = as_csr(a, be=be)
+        self.shape = csr.shape
+        with be.scope():
+            xp = be.xp
+            self._indptr = xp.ascontiguousarray(csr.indptr, dtype=np.int64)
+            self._indices = xp.ascontiguousarray(csr.indices, dtype=np.int64)
+            self._data = xp.ascontiguousarray(csr.data, dtype=self.plan.compute)
+
+    @property
+    def compute(self) -> np.dtype:
+        """The dtype ``v`` must have (the plan's compute dtype)."""
+        return self.plan.compute
+
+    def __call__(self, v, allowed=None):
+        sr = self.plan.semiring
+        out = self.be.kernels.spmm_semiring(self._indptr, self._indices, self._data, self.shape, v.reshape(-1, 1),
+                                            sr.add, sr.mul, None if allowed is None else allowed.reshape(-1, 1))
+        out = out.reshape(-1)
+        return out != 0 if self.plan.as_bool else out
