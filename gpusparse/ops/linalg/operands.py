@@ -52,9 +52,16 @@ __all__ = [
 ]
 
 
+_SPARSE_ARRAY = None  # gpusparse.containers.SparseArray, looked up on first use (it imports this module)
+
+
 def is_sparse(x) -> bool:
-    from gpusparse.containers import SparseArray
-    return isinstance(x, SparseArray)
+    """Whether ``x`` is a gpusparse array (called on every operand of every product: no import per call)."""
+    global _SPARSE_ARRAY
+    if _SPARSE_ARRAY is None:
+        from gpusparse.containers import SparseArray
+        _SPARSE_ARRAY = SparseArray
+    return isinstance(x, _SPARSE_ARRAY)
 
 
 # --------------------------------------------------------------------------

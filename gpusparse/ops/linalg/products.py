@@ -132,12 +132,17 @@ def matmul(a, b):
     array([ 3., inf])
     """
     (a, b), dev = prepare((a, b), ("a", "b"))
-    return matmul_on(a, b, backend(dev))
+    return _prepared_matmul(a, b, backend(dev))
 
 
 def matmul_on(a, b, be):
     """:func:`matmul` of ``a`` and ``b`` on the backend ``be`` of their one device."""
     (a, b), _ = prepare((a, b), ("a", "b"))
+    return _prepared_matmul(a, b, be)
+
+
+def _prepared_matmul(a, b, be):
+    """:func:`matmul` of operands that :func:`prepare` returned, on their device's backend ``be``."""
     with be.scope():
         if not (is_sparse(a) or is_sparse(b)):
             return be.xp.matmul(a, b)
