@@ -22,6 +22,7 @@ released, oldest first.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import weakref
@@ -101,7 +102,7 @@ def lease(shape, dtype, prefault) -> "np.ndarray | None":
     """
     global _free_bytes
     dtype = np.dtype(dtype)
-    nbytes = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+    nbytes = dtype.itemsize * math.prod(int(d) for d in shape)  # Python ints: no wrap, no NumPy call
     if nbytes < _MIN_BYTES or dtype.hasobject or _limit() == 0:
         return None
     cls = size_class(nbytes)

@@ -282,11 +282,16 @@ def coo_to_csr(x, *, warn=True, be=None):
 
 
 def csr_view(x, *, warn=True, be=None) -> CsrView:
-    """The :class:`CsrView` of a 2-D sparse array with no dense dimensions (any format)."""
+    """The :class:`CsrView` of a 2-D sparse array with no dense dimensions (any format).
+
+    The view holds the container's own components (not the read-only views
+    its accessors hand out: products only read them, and every call of a
+    product builds a view).
+    """
     if x.format == "csr":
-        return CsrView(x.indptr, x.indices, x.data, tuple(x.shape), "N")
+        return CsrView(x._indptr, x._indices, x._data, tuple(x.shape), "N")
     if x.format == "csc":
-        return CsrView(x.indptr, x.indices, x.data, (x.shape[1], x.shape[0]), "T")
+        return CsrView(x._indptr, x._indices, x._data, (x.shape[1], x.shape[0]), "T")
     csr = coo_to_csr(x, warn=warn, be=be)
     return CsrView(csr.indptr, csr.indices, csr.data, tuple(csr.shape), "N")
 
