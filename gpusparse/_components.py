@@ -72,10 +72,14 @@ def _not_objects(arr: np.ndarray, argument: str) -> np.ndarray:
     """
     if arr.dtype == object:
         raise TypeError(f"{argument} has unsupported dtype object (an array of Python objects); pass numbers")
-    if arr.dtype.kind in "SUVMm":
-        names = ", ".join(d.name for d in VALUE_DTYPES)
-        raise TypeError(f"{argument} has unsupported dtype {arr.dtype}; supported: {names}")
+    kind = _NOT_NUMBERS.get(arr.dtype.kind)
+    if kind is not None:
+        raise TypeError(f"{argument} has unsupported dtype {arr.dtype} ({kind}); pass numbers")
     return arr
+
+
+#: The NumPy dtype kinds no device holds, besides objects: what each one is, for the message.
+_NOT_NUMBERS = {"S": "bytes", "U": "text", "V": "raw records", "M": "dates", "m": "time spans"}
 
 
 def _native(arr: np.ndarray) -> np.ndarray:

@@ -77,7 +77,7 @@ def test_coo_length_mismatch():
     [["0", "1"]],
 ])
 def test_coo_coordinates_must_be_integers(coords):
-    with pytest.raises(TypeError, match="coords must have an integer dtype|coords has unsupported dtype object"):
+    with pytest.raises(TypeError, match="coords must have an integer dtype|coords has unsupported dtype"):
         COO(coords, np.ones(2))
 
 
