@@ -149,6 +149,9 @@ class BatchPlan:
 
     def __init__(self, a_batch, b_batch, names=("a", "b")):
         a_batch, b_batch = tuple(a_batch), tuple(b_batch)
+        if not a_batch and not b_batch:  # two matrices, the common case: nothing to broadcast
+            self.out, self.a_off, self.b_off, self.shared, self.a_only, self.b_only = (), 0, 0, [], [], []
+            return
         try:
             out = np.broadcast_shapes(a_batch, b_batch)
         except ValueError:
