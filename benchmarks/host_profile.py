@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import io
 import pstats
 import sys
 import time
@@ -115,7 +114,8 @@ def _coalesce(device, gs, xp, rows):
         return lambda: torch.sparse_coo_tensor(i, v, m.shape).coalesce()
 
     def scipy_impl(m):
-        return lambda: __import__("scipy.sparse").sparse.coo_matrix((vals, (row, col)), shape=m.shape).tocsr()
+        import scipy.sparse as sp
+        return lambda: sp.coo_matrix((vals, (row, col)), shape=m.shape).tocsr()
 
     return ((lambda: gs.COO(coords, data, shape=m.shape, check=False).coalesce()),
             _peers(device, m, cupyx_impl, torch_impl, scipy_impl))
@@ -190,9 +190,7 @@ def profile_operation(name: str, device: str, calls: int, top: int, rows: int = 
     _timing.synchronize(device)
     profiler.disable()
     wall = (time.perf_counter() - start) / calls
-    stream = io.StringIO()
-    stats = pstats.Stats(profiler, stream=stream)
-    ranked = sorted(stats.stats.items(), key=lambda kv: kv[1][2], reverse=True)[:top]
+    ranked = sorted(pstats.Stats(profiler).stats.items(), key=lambda kv: kv[1][2], reverse=True)[:top]
     lines.append(f"{calls} profiled calls, {wall * 1e6:.1f} us per call under the profiler; "
                  f"top {top} functions by own time (us per call, own / cumulative, calls per call):")
     lines.append("")

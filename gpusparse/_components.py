@@ -70,16 +70,15 @@ def _not_objects(arr: np.ndarray, argument: str) -> np.ndarray:
     Python objects, text, raw bytes and dates are refused here, on the host,
     before a copy to a GPU would fail with CuPy's own ``ValueError``.
     """
-    if arr.dtype == object:
-        raise TypeError(f"{argument} has unsupported dtype object (an array of Python objects); pass numbers")
     kind = _NOT_NUMBERS.get(arr.dtype.kind)
     if kind is not None:
         raise TypeError(f"{argument} has unsupported dtype {arr.dtype} ({kind}); pass numbers")
     return arr
 
 
-#: The NumPy dtype kinds no device holds, besides objects: what each one is, for the message.
-_NOT_NUMBERS = {"S": "bytes", "U": "text", "V": "raw records", "M": "dates", "m": "time spans"}
+#: The NumPy dtype kinds no device holds: what each one is, for the message.
+_NOT_NUMBERS = {"O": "an array of Python objects", "S": "bytes", "U": "text", "V": "raw records", "M": "dates",
+                "m": "time spans"}
 
 
 def _native(arr: np.ndarray) -> np.ndarray:

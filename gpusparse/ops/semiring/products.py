@@ -73,13 +73,16 @@ def _sparse_product(a, b, p, mask, complement, what, be):
 
 def _dense_product(a, b, p, allowed, be):
     """Dense ``a (+.*) b`` for 2-D sparse ``a`` and a dense (k, n) ``b`` already in ``p.compute``, on ``be``."""
-    k = be.kernels
     ac = as_csr(a, be=be)
-    sr = p.semiring
     with be.scope():
-        out = k.spmm_semiring(ac.indptr, ac.indices, ac.data.astype(p.compute, copy=False), ac.shape, b,
-                              sr.add, sr.mul, allowed)
-        return out != 0 if p.as_bool else out
+        return _spmm(ac.indptr, ac.indices, ac.data.astype(p.compute, copy=False), ac.shape, b, p, allowed, be)
+
+
+def _spmm(indptr, indices, data, shape, b, p, allowed, be):
+    """The ``spmm_semiring`` primitive for the plan ``p`` (its result as bool where the plan says so)."""
+    sr = p.semiring
+    out = be.kernels.spmm_semiring(indptr, indices, data, shape, b, sr.add, sr.mul, allowed)
+    return out != 0 if p.as_bool else out
 
 
 def _check_inner(a_shape, b_shape, what):
@@ -238,7 +241,7 @@ class RepeatedMxv:
 
     Call it inside the backend's scope (``with be.scope():``, as the graph
     algorithms' loops run) with ``v`` a contiguous 1-D array of ``a``'s
-    device in :attr:`compute` dtype, of length ``a.shape[1]``, and
+    device in the plan's compute dtype (``plan.compute``), of length ``a.shape[1]``, and
     ``allowed`` None or a contiguous 1-D bool array of length
     ``a.shape[0]`` (True where the output is computed). Nothing is
     validated per call. Returns the dense result (``a.shape[0]``,): the
@@ -265,14 +268,6 @@ class RepeatedMxv:
             self._indices = xp.ascontiguousarray(csr.indices, dtype=np.int64)
             self._data = xp.ascontiguousarray(csr.data, dtype=self.plan.compute)
 
-    @property
-    def compute(self) -> np.dtype:
-        """The dtype ``v`` must have (the plan's compute dtype)."""
-        return self.plan.compute
-
     def __call__(self, v, allowed=None):
-        sr = self.plan.semiring
-        out = self.be.kernels.spmm_semiring(self._indptr, self._indices, self._data, self.shape, v.reshape(-1, 1),
-                                            sr.add, sr.mul, None if allowed is None else allowed.reshape(-1, 1))
-        out = out.reshape(-1)
-        return out != 0 if self.plan.as_bool else out
+        return _spmm(self._indptr, self._indices, self._data, self.shape, v.reshape(-1, 1), self.plan,
+                     None if allowed is None else allowed.reshape(-1, 1), self.be).reshape(-1)
