@@ -1,6 +1,7 @@
 # gpusparse: set-up, tests, demo and benchmarks.
 #
-#   make demo         create .venv if needed, install, run python -m gpusparse.demo
+#   make demo         create .venv if needed, install, build the demo's kernels (warmup --portable),
+#                     run python -m gpusparse.demo
 #   make test         kernels-check, wheel-check, pytest, emulation-test, ..., docs (in .venv)
 #   make kernels-check  compile every cuda_kernels/*.cu with nvcc (warnings as errors), print each
 #                     kernel's ptxas resources and occupancy, check tools/kernel_budgets.json
@@ -57,8 +58,12 @@ $(VENV)/.installed-%: pyproject.toml
 
 venv: $(call stamp,$(EXTRAS))
 
-# The demo's own extra: the library and SciPy, without the test extra's torch and JAX.
+# The demo's own extra: the library and SciPy, without the test extra's torch and JAX. Setting up
+# also builds the prebuilt kernel cache for the demo's float32 values (python -m gpusparse warmup
+# --portable: compiled once for this CPU architecture, loaded by every later process); a later run
+# finds it current and only loads it, or rebuilds it after the kernel sources changed.
 demo: $(call stamp,demo)
+	$(BIN)/python -m gpusparse warmup --portable --dtypes float32
 	$(BIN)/python -m gpusparse.demo $(DEMO_ARGS)
 
 test: kernels-check import-check wheel-check pytest emulation-test gpu-cost gpu-report-emulate docs

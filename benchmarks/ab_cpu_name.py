@@ -93,7 +93,8 @@ def child(k: int, repeats: int = 15) -> dict:
 
 
 def _run_child(k, cpu_name, cache_dir):
-    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir, PYTHONPATH=os.getcwd())
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir, PYTHONPATH=os.getcwd(),
+               GPUSPARSE_PREBUILT_CACHE=os.path.join(cache_dir, "no-prebuilt-cache"))  # each variant compiles
     env.pop("NUMBA_CPU_FEATURES", None)
     if cpu_name:
         env["NUMBA_CPU_NAME"] = cpu_name

@@ -11,6 +11,12 @@ operation this module starts fresh Python processes and times, inside them:
     its first call in a process whose cache was filled by
     ``gpusparse.warmup(dtypes=["float64"])`` (the dtype of the inputs), run
     once at the start of the module and timed as the ``warmup`` row.
+``first call, prebuilt cache``
+    its first call in a process whose own cache is empty, with the prebuilt
+    cache of ``gpusparse.warmup(dtypes=["float64"], portable=...)``
+    (kernels compiled for Numba's generic CPU, which any machine of the
+    architecture loads; the ``prebuilt warmup`` row times building it).
+    The empty-cache processes are given a missing prebuilt directory.
 ``steady state``
     the median of later calls in that warm process
     (:func:`benchmarks._timing.time_call`).
@@ -183,25 +189,32 @@ def _child_snippets(op):
     return OPS[op]
 
 
-def _run_child(op, k, cache, steady, target, timeout=1800, library="gpusparse"):
+def _run_child(op, k, cache, steady, target, timeout=1800, library="gpusparse", prebuilt=None):
     setup, call = (OPS if library == "gpusparse" else PYDATA_OPS)[op]
     common = (_COMMON if library == "gpusparse" else _PYDATA_COMMON).format(k=k)
     code = _CHILD.format(repo=REPO, common=common, setup=setup, call=call,
                          steady=steady, target=target)
-    env = dict(os.environ, NUMBA_CACHE_DIR=cache, GPUSPARSE_DEVICE="cpu")
-    env.pop("GPUSPARSE_NUMBA_CACHE", None)
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-c", code], env=_env(cache, prebuilt), capture_output=True, text=True,
                           timeout=timeout, cwd=REPO)
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "child failed")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def _warm(cache, timeout=3600):
-    code = ("import sys, json; sys.path.insert(0, %r); import gpusparse as gs; "
-            "print(json.dumps(gs.warmup(dtypes=['float64'], progress=False)))" % REPO)
-    env = dict(os.environ, NUMBA_CACHE_DIR=cache, GPUSPARSE_DEVICE="cpu")
+def _env(cache, prebuilt=None):
+    """A child's environment: its own Numba cache; the prebuilt cache ``prebuilt``, else a missing one."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache, GPUSPARSE_DEVICE="cpu",
+               GPUSPARSE_PREBUILT_CACHE=prebuilt or os.path.join(cache, "no-prebuilt-cache"))
     env.pop("GPUSPARSE_NUMBA_CACHE", None)
+    return env
+
+
+def _warm(cache, timeout=3600, portable=None):
+    """``(seconds, summary)`` of a float64 warmup into ``cache``, or of building the prebuilt cache ``portable``."""
+    code = ("import sys, json; sys.path.insert(0, %r); import gpusparse as gs; "
+            "print(json.dumps(gs.warmup(dtypes=['float64'], progress=False, portable=%r)))"
+            % (REPO, portable or False))
+    env = _env(cache)
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           timeout=timeout, cwd=REPO)
@@ -226,11 +239,17 @@ def run(ctx):
                "warmup_s": seconds, "calls": summary["calls"], "load_1min": _report.load_1min()}
         ctx.log(f"  warmup (float64) {seconds:.1f} s, {summary['calls']} calls")
         yield row
+        prebuilt = os.path.join(root, "prebuilt")
+        seconds, summary = _warm(os.path.join(root, "prebuild-own"), portable=prebuilt)
+        yield {"bench": NAME, "case": "prebuilt warmup", "impl": "gpusparse", "status": "ok", "entries": k,
+               "warmup_s": seconds, "calls": summary["calls"], "load_1min": _report.load_1min()}
+        ctx.log(f"  prebuilt warmup (float64, generic CPU) {seconds:.1f} s")
         for op in ops:
             row = {"bench": NAME, "case": op, "impl": "gpusparse", "entries": k}
             try:
                 empty = _run_child(op, k, os.path.join(root, "empty-" + _slug(op)), False, 0)
                 warm = _run_child(op, k, warm_cache, True, ctx.target_s)
+                built = _run_child(op, k, os.path.join(root, "prebuilt-" + _slug(op)), False, 0, prebuilt=prebuilt)
             except (RuntimeError, subprocess.SubprocessError, ValueError) as exc:
                 row.update(status="error", error=str(exc)[:300])
                 yield row
@@ -245,6 +264,7 @@ def run(ctx):
             row.update({key: warm[key] for key in ("median_s", "min_s", "p25_s", "p75_s", "repeats")})
             row.update(status="ok", first_call_s=warm["first_s"], first_empty_s=empty["first_s"],
                        first_warm_s=warm["first_s"], steady_s=warm["median_s"],
+                       first_prebuilt_s=built["first_s"], compiles_prebuilt=built["compiles"],
                        warm_minus_steady_s=warm["first_s"] - warm["median_s"],
                        compiles_empty=empty["compiles"], compile_empty_s=empty["compile_s"],
                        slowest_compiles=", ".join(f"{name} {sec:.1f} s" for name, sec in empty["slowest"]),
@@ -252,6 +272,7 @@ def run(ctx):
                        setup_empty_s=empty["setup_s"], setup_warm_s=warm["setup_s"],
                        load_1min=_report.load_1min())
             ctx.log(f"  {op:<16} empty {ms(row['first_empty_s']):>9}  warm {ms(row['first_warm_s']):>9}  "
+                    f"prebuilt {ms(row['first_prebuilt_s']):>9}  "
                     f"steady {ms(row['steady_s']):>9}  (load {row['load_1min']})")
             yield row
     finally:
@@ -263,13 +284,17 @@ def run(ctx):
 # --------------------------------------------------------------------------
 
 def _table_rows(rows):
-    return [r for r in rows if r.get("bench") == NAME and r.get("case") != "warmup"]
+    return [r for r in rows if r.get("bench") == NAME and r.get("case") not in ("warmup", "prebuilt warmup")]
 
 
 def summarize(rows) -> str:
     """One line per operation: the three times and warm first − steady."""
-    warm = [r for r in rows if r.get("bench") == NAME and r.get("case") == "warmup" and r.get("status") == "ok"]
-    head = (f"`gpusparse.warmup(dtypes=['float64'])`: {warm[0]['warmup_s']:.1f} s.\n\n" if warm else "")
+    def seconds(case):
+        found = [r for r in rows if r.get("bench") == NAME and r.get("case") == case and r.get("status") == "ok"]
+        return f"{found[0]['warmup_s']:.1f} s" if found else "not run"
+
+    head = (f"`gpusparse.warmup(dtypes=['float64'])`: {seconds('warmup')}; with `portable=` (the prebuilt "
+            f"cache): {seconds('prebuilt warmup')}.\n\n")
     return head + details(rows)
 
 
@@ -284,6 +309,8 @@ def details(rows) -> str:
         ("pydata first call, empty cache", lambda r: ms(r["pydata_first_empty_s"]) if "pydata_first_empty_s" in r
          else str(r.get("pydata_error", "")).replace("|", "/")[:60]),
         ("first call, warm cache", opt("first_warm_s", ms)),
+        ("first call, prebuilt cache", opt("first_prebuilt_s", ms)),
+        ("kernels compiled, prebuilt", opt("compiles_prebuilt", "{:d}".format)),
         ("steady state", opt("steady_s", ms)),
         ("pydata steady state", opt("pydata_steady_s", ms)),
         ("warm first − steady", opt("warm_minus_steady_s", ms)),

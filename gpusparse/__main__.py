@@ -4,7 +4,7 @@ Without a subcommand, prints :func:`gpusparse.show_config` (versions,
 devices and why a device is unavailable). ``warmup`` compiles the CPU
 kernels into Numba's on-disk cache (:func:`gpusparse.warmup`)::
 
-    python -m gpusparse warmup [--dtypes float64,float32] [--jobs N] [--quiet]
+    python -m gpusparse warmup [--dtypes float64,float32] [--jobs N] [--portable [DIR]] [--quiet]
 """
 
 from __future__ import annotations
@@ -39,15 +39,21 @@ def main(argv=None) -> int:
     warm.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
                       help="worker processes compiling at the same time (default: the usable cores, "
                            "each holding less than 1 GiB)")
+    warm.add_argument("--portable", nargs="?", const=True, default=False, metavar="DIR",
+                      help="build the prebuilt cache that any machine of this architecture, Python and Numba "
+                           "loads: compile for Numba's generic CPU into the package (or into DIR, which "
+                           "GPUSPARSE_PREBUILT_CACHE then names to the processes that read it)")
     warm.add_argument("--quiet", action="store_true", help="no progress bar and no summary line")
     args = parser.parse_args(argv)
     if args.command == "warmup":
         from gpusparse._warmup import warmup
         dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()] if args.dtypes else None
         try:
-            summary = warmup(dtypes=dtypes, progress=not args.quiet, jobs=args.jobs)
+            summary = warmup(dtypes=dtypes, progress=not args.quiet, jobs=args.jobs, portable=args.portable)
         except TypeError as exc:
             parser.error(f"--dtypes: {exc}")
+        except (PermissionError, ValueError) as exc:
+            parser.error(str(exc))
         if not args.quiet:
             processes = f"{summary['jobs']} processes" if summary["jobs"] > 1 else "1 process"
             print(f"gpusparse warmup: {summary['calls']} calls in {summary['seconds']:.1f} s "

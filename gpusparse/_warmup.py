@@ -30,12 +30,15 @@ per-user directory (``~/.cache/numba`` on Linux, see :func:`cache_dir`);
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
 import warnings
 
 import numpy as np
+
+from gpusparse._kernels._cache import BUILDING_ENV, GENERIC_CPU, PREBUILT_ENV, prebuilt_dir
 
 __all__ = ["DTYPES", "cache_dir", "warmup"]
 
@@ -323,6 +326,40 @@ def _init_worker(lock):
     cls.save, cls.load = locked_save, locked_load
 
 
+def _portable_environment(portable) -> dict:
+    """The worker processes' environment for building the prebuilt cache into ``portable`` (True: the default place)."""
+    if os.environ.get("GPUSPARSE_NUMBA_CACHE", "1") == "0":
+        raise ValueError("warmup(portable=...) builds a kernel cache, but caching is off (GPUSPARSE_NUMBA_CACHE=0)")
+    if portable is True:
+        directory = prebuilt_dir()
+    elif isinstance(portable, (str, os.PathLike)) and os.fspath(portable):
+        directory = os.path.abspath(os.fspath(portable))
+    else:
+        raise TypeError(f"portable must be True, False or a directory, got {portable!r}")
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as exc:
+        raise PermissionError(f"portable: cannot create the prebuilt cache directory {directory}: {exc}") from None
+    if not os.access(directory, os.W_OK):
+        raise PermissionError(f"portable: the prebuilt cache directory {directory} is not writable")
+    return {PREBUILT_ENV: directory, BUILDING_ENV: "1", "NUMBA_CPU_NAME": GENERIC_CPU, "NUMBA_CPU_FEATURES": ""}
+
+
+@contextlib.contextmanager
+def _environment(updates):
+    """Set ``updates`` in ``os.environ`` (which spawned worker processes inherit) while the block runs."""
+    saved = {name: os.environ.get(name) for name in updates}
+    os.environ.update(updates)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def _default_jobs() -> int:
     """The cores this process may run on."""
     try:
@@ -384,7 +421,7 @@ def _run_parallel(tasks, needs, jobs, on_done):
             pool.shutdown(wait=True, cancel_futures=True)
 
 
-def warmup(dtypes=None, progress=True, jobs=None) -> dict:
+def warmup(dtypes=None, progress=True, jobs=None, portable=False) -> dict:
     """Compile gpusparse's CPU kernels for ``dtypes`` into Numba's on-disk cache.
 
     Every public operation family (construction and conversion, elementwise
@@ -420,6 +457,14 @@ def warmup(dtypes=None, progress=True, jobs=None) -> dict:
     jobs : int, optional
         Worker processes; default the cores this process may run on
         (``os.sched_getaffinity``). Each holds less than 1 GiB.
+    portable : bool or str, default False
+        Build the prebuilt cache instead (:mod:`gpusparse._kernels._cache`):
+        compile for Numba's ``generic`` CPU of this architecture into the
+        package's ``_kernels/_prebuilt`` directory, or into the directory
+        given here (``GPUSPARSE_PREBUILT_CACHE`` tells processes to read it
+        there). Any machine of the same architecture, Python and Numba then
+        loads these kernels instead of compiling them: the build step of a
+        wheel, a container image or a shared installation.
 
     Returns
     -------
@@ -441,6 +486,11 @@ def warmup(dtypes=None, progress=True, jobs=None) -> dict:
         positive integer.
     RuntimeError
         If a worker process dies (for instance killed for memory).
+    ValueError
+        If ``portable`` is asked for while caching is off
+        (``GPUSPARSE_NUMBA_CACHE=0``).
+    PermissionError
+        If the prebuilt cache's directory cannot be written.
 
     Examples
     --------
@@ -472,7 +522,8 @@ def warmup(dtypes=None, progress=True, jobs=None) -> dict:
     dtypes = list(dict.fromkeys(dtypes))  # each once
     start = time.perf_counter()
     tasks, needs = _schedule([d.name for d in dtypes])
-    where = cache_dir()
+    environment = _portable_environment(portable) if portable is not False else {}
+    where = environment.get(PREBUILT_ENV) or cache_dir()
     jobs = int(min(jobs, len(tasks))) if _cache_lock_supported() else 1
     advance, close = _reporter(len(tasks), progress)
     results = {}
@@ -483,7 +534,8 @@ def warmup(dtypes=None, progress=True, jobs=None) -> dict:
 
     try:
         if where is not None:
-            _run_parallel(tasks, needs, jobs, on_done)
+            with _environment(environment):
+                _run_parallel(tasks, needs, jobs, on_done)
         else:  # without a cache, worker processes would compile for nothing: compile for this one
             for task in tasks:
                 on_done(task, _run_task(*task))

@@ -83,6 +83,8 @@ def _env(**changes):
     env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "GPUSPARSE_NUMBA_CACHE")}
     env["GPUSPARSE_DEVICE"] = "cpu"
     env.update(changes)
+    if "NUMBA_CACHE_DIR" in env:  # its own cache only: a prebuilt cache of the source tree is not seen
+        env.setdefault("GPUSPARSE_PREBUILT_CACHE", os.path.join(env["NUMBA_CACHE_DIR"], "no-prebuilt-cache"))
     return env
 
 
@@ -169,6 +171,20 @@ def test_no_compilation_after_warmup(tmp_path):
     assert done.stdout == ""
     compiled = _probe(env)
     assert compiled == [], "compiled after a warmup:\n" + "\n".join(compiled)
+
+
+@pytest.mark.slow
+def test_no_compilation_with_a_prebuilt_cache(tmp_path):
+    # the prebuilt cache of `warmup --portable`, built in the processes of one cache, is enough for a
+    # process whose own cache is empty: every family's kernels load, compiled for the generic CPU
+    prebuilt = tmp_path / "prebuilt"
+    done = _run(["-m", "gpusparse", "warmup", "--dtypes", "float64", "--jobs", "2", "--quiet",
+                 "--portable", str(prebuilt)], _env(NUMBA_CACHE_DIR=str(tmp_path / "builder")))
+    assert done.stdout == ""
+    assert not list((tmp_path / "builder").rglob("*.nbc")), "the build compiled into its own cache"
+    env = _env(NUMBA_CACHE_DIR=str(tmp_path / "user"), GPUSPARSE_PREBUILT_CACHE=str(prebuilt))
+    compiled = _probe(env)
+    assert compiled == [], "compiled with a prebuilt cache:\n" + "\n".join(compiled)
 
 
 def _read_only(*dirs):

@@ -147,7 +147,8 @@ def run_op(op, dtypes, sizes, timeout=3600):
     code = _CHILD.format(repo=REPO, dtypes=list(dtypes), sizes=list(sizes), call=OPS[op])
     cache = tempfile.mkdtemp(prefix="gpusparse-count-")
     try:
-        env = dict(os.environ, NUMBA_CACHE_DIR=cache, GPUSPARSE_DEVICE="cpu")
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache, GPUSPARSE_DEVICE="cpu",
+                   GPUSPARSE_PREBUILT_CACHE=os.path.join(cache, "no-prebuilt-cache"))  # compile everything
         env.pop("GPUSPARSE_NUMBA_CACHE", None)
         proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                               timeout=timeout, cwd=REPO)

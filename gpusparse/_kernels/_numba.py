@@ -1,25 +1,19 @@
 """The one decorator every Numba kernel goes through.
 
-``jit`` compiles with ``cache=True, nogil=True``. Numba keeps the cache in
-``NUMBA_CACHE_DIR`` when set, else beside the sources when their
-``__pycache__`` is writable, else in a per-user directory
-(``~/.cache/numba``). Where none of these is writable (a read-only install
-run with an unwritable home, as in many containers) Numba raises at
-decoration time; ``jit`` then caches in a private directory of the system's
-temporary directory (``gpusparse-numba-<uid>``, created with mode 0700 and
-used only while it belongs to the user and nobody else may write to it:
-the cache holds pickled data), and compiles without a cache where that
-fails too. Set ``GPUSPARSE_NUMBA_CACHE=0`` to switch caching off.
-``fastmath`` is never used: its ``nnan`` flag compiles ``isnan`` away and
-breaks NumPy's NaN semantics.
-
-Numba checks a cached kernel against its own source file only, but a
-kernel's machine code also holds the helpers it inlined from other modules
-(``row_range`` from ``_common``, say). So each kernel's cache entries are
-keyed by :func:`source_digest` as well, a digest of every source of
-``gpusparse._kernels``: after any change there (an edited checkout, a
-``git pull`` into an editable install) every kernel compiles afresh
-instead of running code inlined from the old helpers.
+``jit`` compiles with ``nogil=True`` and caches the machine code on disk
+(:mod:`gpusparse._kernels._cache`: keyed by the sources of the whole kernel
+package, with a prebuilt cache that any machine of the same architecture
+loads). Numba keeps the cache in ``NUMBA_CACHE_DIR`` when set, else beside
+the sources when their ``__pycache__`` is writable, else in a per-user
+directory (``~/.cache/numba``). Where none of these is writable (a
+read-only install run with an unwritable home, as in many containers)
+``jit`` caches in a private directory of the system's temporary directory
+(``gpusparse-numba-<uid>``, created with mode 0700 and used only while it
+belongs to the user and nobody else may write to it: the cache holds
+pickled data), and compiles without a cache where that fails too. Set
+``GPUSPARSE_NUMBA_CACHE=0`` to switch caching off. ``fastmath`` is never
+``True``: its ``nnan`` flag compiles ``isnan`` away and breaks NumPy's NaN
+semantics; kernels may ask for single flags (``{"reassoc", "contract"}``).
 
 The first decoration chooses Numba's threading layer
 (:mod:`gpusparse._kernels.cpu._threading`: TBB, safe with threads and with
@@ -35,57 +29,15 @@ Python only, never from other compiled kernels.
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import stat
 import tempfile
 
 import numba
-from numba.core import config as _numba_config
+
+from gpusparse._kernels._cache import kernel_cache, source_digest
 
 __all__ = ["jit", "n_threads", "parallel_kernel", "private_cache_dir", "source_digest"]
-
-_KERNEL_PACKAGE = os.path.dirname(os.path.abspath(__file__))
-
-
-def _digest_of(directory) -> str:
-    """A digest of the names and contents of the ``.py`` files below ``directory``.
-
-    >>> len(_digest_of(os.path.dirname(__file__)))
-    16
-    """
-    h = hashlib.sha256()
-    for root, dirs, files in os.walk(directory):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(f for f in files if f.endswith(".py")):
-            path = os.path.join(root, name)
-            h.update(os.path.relpath(path, directory).encode() + b"\0")
-            with open(path, "rb") as fh:
-                h.update(fh.read())
-            h.update(b"\0")
-    return h.hexdigest()[:16]
-
-
-@functools.cache
-def source_digest() -> str:
-    """The digest of ``gpusparse._kernels``' sources that every cached kernel is keyed by (read once a process)."""
-    return _digest_of(_KERNEL_PACKAGE)
-
-
-def _keyed_by_sources(dispatcher):
-    """``dispatcher`` with :func:`source_digest` added to the key of each of its cache entries."""
-    cache = getattr(dispatcher, "_cache", None)
-    index_key = getattr(cache, "_index_key", None)
-    if index_key is None:  # no cache (NullCache), or a Numba without this hook: nothing to key
-        return dispatcher
-    digest = source_digest()
-
-    def keyed(sig, codegen):
-        return (*index_key(sig, codegen), digest)
-
-    cache._index_key = keyed
-    return dispatcher
-
 
 def private_cache_dir() -> "str | None":
     """``<tmp>/gpusparse-numba-<uid>``, made if missing; None unless only this user may write there.
@@ -106,16 +58,6 @@ def private_cache_dir() -> "str | None":
     if uid is not None and info.st_uid != uid:
         return None
     return path if os.access(path, os.W_OK) else None
-
-
-def _njit_in(directory, func, parallel):
-    """``numba.njit(cache=True)`` with its cache in ``directory`` (Numba reads the setting when decorating)."""
-    saved = _numba_config.CACHE_DIR
-    _numba_config.CACHE_DIR = directory
-    try:
-        return numba.njit(cache=True, nogil=True, parallel=parallel)(func)
-    finally:
-        _numba_config.CACHE_DIR = saved
 
 
 def parallel_kernel(dispatcher, launch_lock):
@@ -149,30 +91,24 @@ def parallel_kernel(dispatcher, launch_lock):
     return launch
 
 
-def jit(*, parallel: bool = False):
-    """Decorate a top-level kernel with ``numba.njit`` (cached, nogil); see the module docstring."""
+def jit(*, parallel: bool = False, fastmath=frozenset()):
+    """Decorate a top-level kernel with ``numba.njit`` (nogil, cached on disk); see the module docstring.
+
+    ``fastmath`` is a set of LLVM fast-math flags (never ``nnan``, never all of them).
+    """
     # Imported here: importing it runs gpusparse._kernels.cpu's __init__,
     # whose kernel modules import this module. The module itself, not the
     # package: the registry's names are not needed here.
     import gpusparse._kernels.cpu._threading as _threading
 
     _threading.configure()
+    if fastmath is True or "nnan" in fastmath or "fast" in fastmath:
+        raise ValueError(f"fastmath must be a set of single flags without 'nnan', got {fastmath!r}")
+    flags = set(fastmath) or False
 
     def decorate(func):
-        want_cache = os.environ.get("GPUSPARSE_NUMBA_CACHE", "1") != "0"
-        try:
-            kernel = numba.njit(cache=want_cache, nogil=True, parallel=parallel)(func)
-        except RuntimeError:  # "cannot cache function ...: no locator available"
-            kernel = None
-            directory = private_cache_dir()
-            if directory is not None:
-                try:
-                    kernel = _njit_in(directory, func, parallel)
-                except RuntimeError:
-                    kernel = None
-            if kernel is None:
-                kernel = numba.njit(cache=False, nogil=True, parallel=parallel)(func)
-        kernel = _keyed_by_sources(kernel)
+        kernel = numba.njit(cache=False, nogil=True, parallel=parallel, fastmath=flags)(func)
+        kernel._cache = kernel_cache(func, private_cache_dir)
         return parallel_kernel(kernel, _threading.launch_lock) if parallel else kernel
 
     return decorate

@@ -59,9 +59,6 @@ to the caller (``gpusparse.ops`` computes it in int64).
 
 from __future__ import annotations
 
-import os
-
-import numba
 import numpy as np
 from llvmlite import ir
 from numba import types
@@ -84,14 +81,8 @@ _PREFETCH_AHEAD = 16
 _TILED_N = (8, 16, 32)
 
 
-def _jit_reassoc(func):
-    """``numba.njit`` (cached, nogil) allowing reassociation and FMA contraction, never ``nnan``."""
-    flags = {"reassoc", "contract"}
-    want_cache = os.environ.get("GPUSPARSE_NUMBA_CACHE", "1") != "0"
-    try:
-        return numba.njit(cache=want_cache, nogil=True, fastmath=flags)(func)
-    except RuntimeError:  # no writable cache location
-        return numba.njit(cache=False, nogil=True, fastmath=flags)(func)
+#: SpMM's and SDDMM's loops: reassociation and FMA contraction (they vectorise), never ``nnan``.
+_jit_reassoc = jit(fastmath={"reassoc", "contract"})
 
 
 @intrinsic
