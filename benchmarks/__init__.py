@@ -22,6 +22,11 @@ __all__ = ["Context"]
 # masked mxv timed right after a GraphBLAS call took 0.78 ms against 0.32 ms
 # alone. Set before any OpenMP runtime loads; an explicit setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# The tables measure kernels compiled for the machine itself: a prebuilt
+# kernel cache (``python -m gpusparse warmup --portable``, which ``make demo``
+# builds into the package) holds code for the generic CPU, which a process
+# would load where its own cache lacks a kernel. An explicit setting wins.
+os.environ.setdefault("GPUSPARSE_PREBUILT_CACHE", os.path.join(os.path.dirname(__file__), "no-prebuilt-cache"))
 
 
 @dataclasses.dataclass
