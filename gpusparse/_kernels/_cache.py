@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import inspect
 import os
 
 from numba.core import caching
@@ -98,9 +99,24 @@ def building_prebuilt() -> bool:
     return os.environ.get(BUILDING_ENV) == "1"
 
 
-def _prebuilt_path(py_file) -> str:
-    """Where the prebuilt cache keeps the kernels of ``py_file``: its package-relative directory."""
-    relative = os.path.relpath(os.path.dirname(os.path.abspath(py_file)), _PACKAGE)
+def _prebuilt_path(py_file) -> "str | None":
+    """Where the prebuilt cache keeps the kernels of ``py_file``: its package-relative directory.
+
+    None for a source outside the package (a kernel of the user's own
+    decorated with ``jit``): only gpusparse's kernels are prebuilt.
+
+    >>> _prebuilt_path(__file__) == os.path.join(prebuilt_dir(), "_kernels")
+    True
+    >>> _prebuilt_path(os.path.join(os.path.dirname(_PACKAGE), "elsewhere.py")) is None
+    True
+    """
+    directory = os.path.dirname(os.path.abspath(py_file))
+    try:
+        relative = os.path.relpath(directory, _PACKAGE)
+    except ValueError:  # another drive (Windows)
+        return None
+    if relative == os.pardir or relative.startswith(os.pardir + os.sep) or os.path.isabs(relative):
+        return None
     return os.path.join(prebuilt_dir(), relative)
 
 
@@ -112,10 +128,10 @@ def _generic(magic):
 class _PrebuiltLocator(caching._CacheLocator):
     """Numba's cache locator for the prebuilt cache: a package-relative path, stamped by the source digest."""
 
-    def __init__(self, py_func, py_file):
+    def __init__(self, py_func, py_file, path):
         self._py_file = py_file
         self._lineno = py_func.__code__.co_firstlineno
-        self._cache_path = _prebuilt_path(py_file)
+        self._cache_path = path
 
     def get_cache_path(self):
         return self._cache_path
@@ -128,7 +144,10 @@ class _PrebuiltLocator(caching._CacheLocator):
 
     @classmethod
     def from_function(cls, py_func, py_file):
-        self = cls(py_func, py_file)
+        path = _prebuilt_path(py_file)
+        if path is None:
+            return None
+        self = cls(py_func, py_file, path)
         try:
             self.ensure_cache_path()
         except OSError:
@@ -147,8 +166,8 @@ class KernelCache(caching.FunctionCache):
     def __init__(self, py_func):
         super().__init__(py_func)
         self._prebuilt = None
-        path = _prebuilt_path(self._impl.locator._py_file)
-        if os.path.isdir(path) and os.path.abspath(path) != os.path.abspath(self._cache_path):
+        path = _prebuilt_path(inspect.getfile(py_func))
+        if path is not None and os.path.isdir(path) and os.path.abspath(path) != os.path.abspath(self._cache_path):
             self._prebuilt = caching.IndexDataCacheFile(
                 cache_path=path, filename_base=self._impl.filename_base, source_stamp=source_digest())
 
@@ -163,12 +182,15 @@ class KernelCache(caching.FunctionCache):
         generic = (key[0], _generic(key[1]), *key[2:])
         if data is None and generic != key:
             data = self._cache_file.load(generic)
-        if data is None and self._prebuilt is not None:
-            try:
-                data = self._prebuilt.load(generic)
-            except Exception:  # an unreadable prebuilt cache is passed over: compile instead
-                data = None
-        return None if data is None else self._impl.rebuild(target_context, data)
+        if data is not None:
+            return self._impl.rebuild(target_context, data)
+        if self._prebuilt is None:
+            return None
+        try:
+            data = self._prebuilt.load(generic)
+            return None if data is None else self._impl.rebuild(target_context, data)
+        except Exception:  # an unreadable prebuilt cache is passed over: compile instead
+            return None
 
 
 class _PrebuiltImpl(caching.CompileResultCacheImpl):
@@ -193,7 +215,10 @@ def kernel_cache(py_func, private_dir):
     if os.environ.get("GPUSPARSE_NUMBA_CACHE", "1") == "0":
         return caching.NullCache()
     if building_prebuilt():
-        return PrebuildingKernelCache(py_func)  # raises where the prebuilt directory is not writable
+        try:
+            return PrebuildingKernelCache(py_func)
+        except RuntimeError:  # a kernel outside the package: cached as usual
+            pass
     try:
         return KernelCache(py_func)
     except RuntimeError:  # "cannot cache function ...: no locator available"

@@ -119,9 +119,12 @@ def test_a_prebuilt_cache_is_loaded_by_a_process_with_an_empty_cache(tmp_path):
 def test_an_unreadable_prebuilt_cache_is_passed_over(tmp_path):
     prebuilt = tmp_path / "prebuilt"
     _child(tmp_path / "builder-cache", prebuilt=prebuilt, **_BUILDING)
-    for path in [*prebuilt.rglob("*.nbi"), *prebuilt.rglob("*.nbc")]:
+    for path in prebuilt.rglob("*.nbc"):  # the index reads, the data does not
         path.write_bytes(b"\x80\x04not a pickle at all")
     assert _child(tmp_path / "user-cache", prebuilt=prebuilt)["compiles"] >= 1
+    for path in prebuilt.rglob("*.nbi"):  # nor does the index
+        path.write_bytes(b"\x80\x04not a pickle either")
+    assert _child(tmp_path / "other-cache", prebuilt=prebuilt)["compiles"] >= 1
     assert _child(tmp_path / "user-cache", prebuilt=prebuilt)["compiles"] == 0  # the compiled kernel was cached
 
 
@@ -159,3 +162,31 @@ def test_the_command_line_names_the_portable_option(tmp_path, capsys):
 def test_jit_refuses_fastmath_that_breaks_nan_semantics(fastmath):
     with pytest.raises(ValueError, match="fastmath must be a set of single flags"):
         _numba.jit(fastmath=fastmath)
+
+
+_OUTSIDE = """
+import sys
+sys.path.insert(0, {repo!r})
+sys.path.insert(0, {where!r})
+import user_kernels
+assert user_kernels.twice(21) == 42
+print(type(user_kernels.twice._cache).__name__)
+"""
+
+
+@_CACHING
+def test_a_kernel_outside_the_package_is_never_prebuilt(tmp_path):
+    # a user's own kernel decorated with gpusparse's jit, in a process building the prebuilt cache:
+    # it runs, is cached as usual, and nothing is written beside or above the prebuilt directory
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "user_kernels.py").write_text(
+        "from gpusparse._kernels._numba import jit\n\n@jit()\ndef twice(x):\n    return 2 * x\n")
+    prebuilt = tmp_path / "cache" / "prebuilt"
+    env = {**{k: v for k, v in os.environ.items() if k not in ("GPUSPARSE_NUMBA_CACHE",)}, **_BUILDING,
+           "NUMBA_CACHE_DIR": str(tmp_path / "numba"), _cache.PREBUILT_ENV: str(prebuilt)}
+    out = subprocess.run([sys.executable, "-c", _OUTSIDE.format(repo=REPO, where=str(tmp_path / "src"))], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split() == ["KernelCache"]
+    assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()], "wrote into the prebuilt tree"
+    assert list((tmp_path / "numba").rglob("user_kernels.twice-*.nbi")), "not cached in its own cache"
