@@ -25,7 +25,10 @@ Run it once after installing, and when building a container image
 (``python -m gpusparse warmup``). Where the package directory is not
 writable (a system or read-only install), Numba keeps the cache in a
 per-user directory (``~/.cache/numba`` on Linux, see :func:`cache_dir`);
-``NUMBA_CACHE_DIR`` overrides both.
+``NUMBA_CACHE_DIR`` overrides both. ``portable=`` (``--portable``) builds
+the prebuilt cache of :mod:`gpusparse._kernels._cache` instead: the same
+kernels compiled for Numba's generic CPU, which every machine of the
+architecture loads (the build step of wheels, images and shared installs).
 """
 
 from __future__ import annotations
