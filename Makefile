@@ -59,11 +59,12 @@ $(VENV)/.installed-%: pyproject.toml
 venv: $(call stamp,$(EXTRAS))
 
 # The demo's own extra: the library and SciPy, without the test extra's torch and JAX. Setting up
-# also builds the prebuilt kernel cache for the demo's float32 values (python -m gpusparse warmup
-# --portable: compiled once for this CPU architecture, loaded by every later process); a later run
-# finds it current and only loads it, or rebuilds it after the kernel sources changed.
+# also builds the prebuilt kernel cache of what the demo runs -- building, coalescing and converting
+# float32 arrays (python -m gpusparse warmup --portable: compiled once for this CPU architecture,
+# loaded by every later process); a later run finds it current and only loads it, or rebuilds it
+# after the kernel sources changed.
 demo: $(call stamp,demo)
-	$(BIN)/python -m gpusparse warmup --portable --dtypes float32
+	$(BIN)/python -m gpusparse warmup --portable --dtypes float32 --families construct
 	$(BIN)/python -m gpusparse.demo $(DEMO_ARGS)
 
 test: kernels-check import-check wheel-check pytest emulation-test gpu-cost gpu-report-emulate docs

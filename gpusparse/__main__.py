@@ -4,7 +4,8 @@ Without a subcommand, prints :func:`gpusparse.show_config` (versions,
 devices and why a device is unavailable). ``warmup`` compiles the CPU
 kernels into Numba's on-disk cache (:func:`gpusparse.warmup`)::
 
-    python -m gpusparse warmup [--dtypes float64,float32] [--jobs N] [--portable [DIR]] [--quiet]
+    python -m gpusparse warmup [--dtypes float64,float32] [--families construct,products] [--jobs N]
+                               [--portable [DIR]] [--quiet]
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ def main(argv=None) -> int:
     warm.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
                       help="worker processes compiling at the same time (default: the usable cores, "
                            "each holding less than 1 GiB)")
+    warm.add_argument("--families", default=None,
+                      help="comma-separated operation families (default: construct,elementwise,reductions,"
+                           "products,indexing,manipulation)")
     warm.add_argument("--portable", nargs="?", const=True, default=False, metavar="DIR",
                       help="build the prebuilt cache that any machine of this architecture, Python and Numba "
                            "loads: compile for Numba's generic CPU into the package (or into DIR, which "
@@ -49,9 +53,11 @@ def main(argv=None) -> int:
         from gpusparse._warmup import warmup
         dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()] if args.dtypes else None
         try:
-            summary = warmup(dtypes=dtypes, progress=not args.quiet, jobs=args.jobs, portable=args.portable)
+            families = [f.strip() for f in args.families.split(",") if f.strip()] if args.families else None
+            summary = warmup(dtypes=dtypes, progress=not args.quiet, jobs=args.jobs, portable=args.portable,
+                             families=families)
         except TypeError as exc:
-            parser.error(f"--dtypes: {exc}")
+            parser.error(f"--{str(exc).split()[0]}: {exc}")  # the message starts with the argument's name
         except (PermissionError, ValueError) as exc:
             parser.error(str(exc))
         if not args.quiet:

@@ -268,7 +268,7 @@ def _run_task(dtype_name, family):
             "cpu_seconds": time.process_time() - cpu, "pid": os.getpid(), "peak_rss": _peak_rss(), "rss": _rss()}
 
 
-def _schedule(dtypes):
+def _schedule(dtypes, families=FAMILIES):
     """``(tasks, needs)``: the ``(dtype, family)`` tasks in the order to start them, and what each waits for.
 
     ``construct`` of the first dtype runs alone first: it compiles the
@@ -283,12 +283,19 @@ def _schedule(dtypes):
     [('float64', 'construct'), ('int32', 'construct'), ('float64', 'elementwise')]
     >>> needs[("int32", "construct")], needs[("int32", "products")]
     (('float64', 'construct'), ('int32', 'construct'))
+    >>> _schedule(["float32"], families=("products",))
+    ([('float32', 'products')], {('float32', 'products'): None})
     """
     first = dtypes[0]
     tasks = [(d, "construct") for d in dtypes] + [(d, f) for d in dtypes for f in FAMILIES[1:]]
-    needs = {(d, f): (None if (d, f) == (first, "construct") else (first if f == "construct" else d, "construct"))
-             for d, f in tasks}
-    return tasks, needs
+    tasks = [(d, f) for d, f in tasks if f in families]
+    scheduled = set(tasks)
+
+    def need(d, f):
+        wanted = None if (d, f) == (first, "construct") else (first if f == "construct" else d, "construct")
+        return wanted if wanted in scheduled else None
+
+    return tasks, {(d, f): need(d, f) for d, f in tasks}
 
 
 def _cache_lock_supported() -> bool:
@@ -424,7 +431,7 @@ def _run_parallel(tasks, needs, jobs, on_done):
             pool.shutdown(wait=True, cancel_futures=True)
 
 
-def warmup(dtypes=None, progress=True, jobs=None, portable=False) -> dict:
+def warmup(dtypes=None, progress=True, jobs=None, portable=False, families=None) -> dict:
     """Compile gpusparse's CPU kernels for ``dtypes`` into Numba's on-disk cache.
 
     Every public operation family (construction and conversion, elementwise
@@ -460,6 +467,11 @@ def warmup(dtypes=None, progress=True, jobs=None, portable=False) -> dict:
     jobs : int, optional
         Worker processes; default the cores this process may run on
         (``os.sched_getaffinity``). Each holds less than 1 GiB.
+    families : sequence of str, optional
+        The operation families to compile, of :data:`FAMILIES`
+        (``construct``, ``elementwise``, ``reductions``, ``products``,
+        ``indexing``, ``manipulation``); default all. ``construct`` alone
+        covers building, coalescing and converting arrays.
     portable : bool or str, default False
         Build the prebuilt cache instead (:mod:`gpusparse._kernels._cache`):
         compile for Numba's ``generic`` CPU of this architecture into the
@@ -522,9 +534,16 @@ def warmup(dtypes=None, progress=True, jobs=None, portable=False) -> dict:
         jobs = _default_jobs()
     elif isinstance(jobs, bool) or not isinstance(jobs, (int, np.integer)) or jobs < 1:
         raise TypeError(f"jobs must be a positive integer, got {jobs!r}")
+    if families is None:
+        families = FAMILIES
+    elif isinstance(families, str) or not all(isinstance(f, str) and f in FAMILIES for f in families):
+        raise TypeError(f"families must be a sequence of {FAMILIES}, got {families!r}")
+    families = tuple(dict.fromkeys(families))
+    if not families:
+        raise TypeError(f"families must name at least one of {FAMILIES}")
     dtypes = list(dict.fromkeys(dtypes))  # each once
     start = time.perf_counter()
-    tasks, needs = _schedule([d.name for d in dtypes])
+    tasks, needs = _schedule([d.name for d in dtypes], families)
     environment = _portable_environment(portable) if portable is not False else {}
     where = environment.get(PREBUILT_ENV) or cache_dir()
     jobs = int(min(jobs, len(tasks))) if _cache_lock_supported() else 1
@@ -548,7 +567,7 @@ def warmup(dtypes=None, progress=True, jobs=None, portable=False) -> dict:
     peaks = {}
     for r in done:
         peaks[r["pid"]] = max(peaks.get(r["pid"], 0), r["peak_rss"])
-    return {"seconds": time.perf_counter() - start, "steps": len(dtypes) * len(_SIZES) * len(FAMILIES),
+    return {"seconds": time.perf_counter() - start, "steps": len(dtypes) * len(_SIZES) * len(families),
             "calls": sum(r["calls"] for r in done), "skipped": [s for r in done for s in r["skipped"]],
             "cache_dir": where, "jobs": jobs, "cpu_seconds": sum(r["cpu_seconds"] for r in done),
             "peak_rss": sorted(peaks.values(), reverse=True),

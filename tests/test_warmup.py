@@ -125,6 +125,20 @@ def test_cli_rejects_bad_jobs():
             gs.warmup(dtypes=["float64"], progress=False, jobs=jobs)
 
 
+def test_families_are_checked_and_scheduled_alone():
+    for families in (["nope"], "construct", [], [3]):
+        with pytest.raises(TypeError, match="families must"):
+            gs.warmup(dtypes=["float64"], progress=False, families=families)
+    bad = subprocess.run([sys.executable, "-m", "gpusparse", "warmup", "--families", "construct,nope"], env=_env(),
+                         capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "--families: families must" in bad.stderr, bad.stderr
+    tasks, needs = warmup_module._schedule(["float64", "int32"], families=("construct", "products"))
+    assert tasks == [("float64", "construct"), ("int32", "construct"), ("float64", "products"), ("int32", "products")]
+    assert needs[("int32", "products")] == ("int32", "construct")
+    tasks, needs = warmup_module._schedule(["float64", "int32"], families=("indexing",))
+    assert tasks == [("float64", "indexing"), ("int32", "indexing")] and set(needs.values()) == {None}
+
+
 def test_schedule_runs_each_task_once_after_what_it_needs():
     dtypes = list(warmup_module.DTYPES)
     tasks, needs = warmup_module._schedule(dtypes)
