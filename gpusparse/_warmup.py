@@ -41,7 +41,7 @@ import warnings
 
 import numpy as np
 
-from gpusparse._kernels._cache import BUILDING_ENV, GENERIC_CPU, PREBUILT_ENV, prebuilt_dir
+from gpusparse._kernels._cache import BUILDING_ENV, GENERIC_CPU, PREBUILT_ENV, caching_enabled, prebuilt_dir
 
 __all__ = ["DTYPES", "cache_dir", "warmup"]
 
@@ -338,7 +338,7 @@ def _init_worker(lock):
 
 def _portable_environment(portable) -> dict:
     """The worker processes' environment for building the prebuilt cache into ``portable`` (True: the default place)."""
-    if os.environ.get("GPUSPARSE_NUMBA_CACHE", "1") == "0":
+    if not caching_enabled():
         raise ValueError("warmup(portable=...) builds a kernel cache, but caching is off (GPUSPARSE_NUMBA_CACHE=0)")
     if portable is True:
         directory = prebuilt_dir()

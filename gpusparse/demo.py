@@ -25,7 +25,6 @@ shows the pass after that.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 import warnings
@@ -48,7 +47,7 @@ def rmat_edges(scale, edge_factor, xp, seed=0, abc=RMAT_ABC):
     then permuted so that the heavy vertices are spread out. Duplicate edges
     and self loops are kept, as in the Graph500 generator. ``xp`` is
     ``numpy`` or ``cupy``; everything runs there, vectorised over the edges
-    (on the CPU in chunks of 2**21 edges on all cores, each chunk with its
+    (on the CPU in chunks of 2**21 edges on Numba's threads, each chunk with its
     own random stream, so the graph depends on the seed alone).
     ``coords`` is ``(2, n_edges)`` int64 (sources, then targets) and
     ``weights`` is float32 in [0, 1).
@@ -85,21 +84,15 @@ def rmat_edges(scale, edge_factor, xp, seed=0, abc=RMAT_ABC):
         chunk(0)
     else:
         from concurrent.futures import ThreadPoolExecutor
-        with ThreadPoolExecutor(max_workers=min(n_chunks, _cores())) as pool:
+
+        import numba  # as many threads as gpusparse's CPU kernels use
+        with ThreadPoolExecutor(max_workers=min(n_chunks, numba.get_num_threads())) as pool:
             list(pool.map(chunk, range(n_chunks)))
     return coords, weights
 
 
 #: Edges per chunk of :func:`rmat_edges` on the CPU.
 _CHUNK_EDGES = 1 << 21
-
-
-def _cores() -> int:
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def _rmat_bits(rng, n_edges, scale, abc, xp):

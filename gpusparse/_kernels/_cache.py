@@ -46,7 +46,8 @@ from numba.core import caching
 from numba.core import config as _numba_config
 
 __all__ = [
-    "BUILDING_ENV", "GENERIC_CPU", "PREBUILT_ENV", "building_prebuilt", "kernel_cache", "prebuilt_dir", "source_digest",
+    "BUILDING_ENV", "GENERIC_CPU", "PREBUILT_ENV", "building_prebuilt", "caching_enabled", "kernel_cache",
+    "prebuilt_dir", "source_digest",
 ]
 
 #: The package directory of the kernels (``gpusparse/_kernels``).
@@ -92,6 +93,11 @@ def prebuilt_dir() -> str:
     '_prebuilt'
     """
     return os.environ.get(PREBUILT_ENV) or os.path.join(_KERNEL_PACKAGE, "_prebuilt")
+
+
+def caching_enabled() -> bool:
+    """Whether kernels are cached on disk at all (``GPUSPARSE_NUMBA_CACHE=0`` switches it off)."""
+    return os.environ.get("GPUSPARSE_NUMBA_CACHE", "1") != "0"
 
 
 def building_prebuilt() -> bool:
@@ -212,7 +218,7 @@ def kernel_cache(py_func, private_dir):
     compiled in each process (:class:`numba.core.caching.NullCache`).
     ``GPUSPARSE_NUMBA_CACHE=0`` switches caching off.
     """
-    if os.environ.get("GPUSPARSE_NUMBA_CACHE", "1") == "0":
+    if not caching_enabled():
         return caching.NullCache()
     if building_prebuilt():
         try:

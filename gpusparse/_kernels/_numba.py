@@ -39,6 +39,7 @@ from gpusparse._kernels._cache import kernel_cache, source_digest
 
 __all__ = ["jit", "n_threads", "parallel_kernel", "private_cache_dir", "source_digest"]
 
+
 def private_cache_dir() -> "str | None":
     """``<tmp>/gpusparse-numba-<uid>``, made if missing; None unless only this user may write there.
 
